@@ -1,0 +1,151 @@
+"""Profiles are data: which requirements apply, and the refinement (if any)
+that fixes the victims an eviction must return.
+
+The engines are handed a ``Profile`` and never branch on its name: core has
+no refinement (any allowed outcome is accepted, the lfu-cache pattern), lru
+and arc plug in a ``Refinement`` that tracks its own extra state beside the
+core model state and dictates the exact victims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from policyspec.model import State, eligible, lru_victims
+
+__all__ = [
+    "PROFILES",
+    "LRURefinement",
+    "Profile",
+    "Refinement",
+    "get_profile",
+    "register_profile",
+]
+
+
+class Refinement(Protocol):
+    """Exact behaviour on top of core. ``ext`` is the refinement's own state
+    (None when it needs none); every hook gets the core state *before* the
+    operation and returns the new ``ext``. Hooks must not mutate arguments."""
+
+    order_requirement: str
+    """Reported when a policy's victims differ from the refinement's."""
+    liveness_requirement: str
+    """Reported (MUST) when a policy returns None but the refinement evicts."""
+
+    def start(self, capacity: int) -> Any: ...
+    def insert(self, ext: Any, state: State, key: int, ref_cnt: int) -> Any: ...
+    def remove(self, ext: Any, state: State, key: int) -> Any: ...
+    def touch(self, ext: Any, state: State, keys: Sequence[int]) -> Any: ...
+    def mark_evictable(self, ext: Any, state: State, key: int) -> Any: ...
+    def mark_non_evictable(self, ext: Any, state: State, key: int) -> Any: ...
+    def evict(
+        self, ext: Any, state: State, n: int, protected: Collection[int]
+    ) -> tuple[Any, list[int] | None]: ...
+    def clear(self, ext: Any, state: State) -> Any: ...
+    def culprit(self, op: str) -> str:
+        """The requirement broken when the eviction order first diverges
+        right after an operation named ``op``."""
+        ...
+
+
+class LRURefinement:
+    """The seed LRU: the order is the core state's idle list itself
+    (spec/lru.md), so no extra state is needed."""
+
+    order_requirement = "LRU-EVICT-ORDER"
+    liveness_requirement = "LRU-LIVENESS"
+    _CULPRITS: ClassVar[dict[str, str]] = {
+        "insert": "LRU-INSERT-RECENCY",
+        "mark_evictable": "LRU-MARK-RECENCY",
+        "touch": "LRU-TOUCH-ORDER",
+        "evict": "LRU-EVICT-ORDER",
+    }
+
+    def start(self, capacity: int) -> None:
+        return None
+
+    def insert(self, ext: None, state: State, key: int, ref_cnt: int) -> None:
+        return None
+
+    def remove(self, ext: None, state: State, key: int) -> None:
+        return None
+
+    def touch(self, ext: None, state: State, keys: Sequence[int]) -> None:
+        return None
+
+    def mark_evictable(self, ext: None, state: State, key: int) -> None:
+        return None
+
+    def mark_non_evictable(self, ext: None, state: State, key: int) -> None:
+        return None
+
+    def evict(
+        self, ext: None, state: State, n: int, protected: Collection[int]
+    ) -> tuple[None, list[int] | None]:
+        return None, lru_victims(state, n, protected)
+
+    def clear(self, ext: None, state: State) -> None:
+        return None
+
+    def culprit(self, op: str) -> str:
+        return self._CULPRITS.get(op, "LRU-ORDER-KEPT")
+
+    @staticmethod
+    def order(state: State) -> list[int]:
+        """Every eligible key in eviction order (for diagnostics)."""
+        return eligible(state, ())
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A named set of requirements and the refinement that makes it exact."""
+
+    name: str
+    includes: tuple[str, ...]
+    """Registry profiles whose requirements apply (lru includes core)."""
+    refinement: Refinement | None = None
+    description: str = ""
+
+    @property
+    def exact(self) -> bool:
+        return self.refinement is not None
+
+
+PROFILES: dict[str, Profile] = {}
+
+
+def register_profile(profile: Profile) -> Profile:
+    """Make a profile available to ``--profile NAME``."""
+    if profile.name in PROFILES:
+        raise ValueError(f"profile {profile.name!r} is already registered")
+    PROFILES[profile.name] = profile
+    return profile
+
+
+def get_profile(name: str) -> Profile:
+    """The registered profile called ``name``; ValueError names the choices."""
+    _load_builtin_profiles()
+    try:
+        return PROFILES[name]
+    except KeyError:
+        choices = ", ".join(sorted(PROFILES))
+        raise ValueError(f"unknown profile {name!r} (choose from: {choices})") from None
+
+
+_BUILTIN_LOADERS: list[Callable[[], None]] = []
+
+
+def _load_builtin_profiles() -> None:
+    while _BUILTIN_LOADERS:
+        _BUILTIN_LOADERS.pop()()
+
+
+register_profile(
+    Profile("core", ("core",), None, "what every CachePolicy must do; victims are free")
+)
+register_profile(
+    Profile("lru", ("core", "lru"), LRURefinement(), "exact seed-LRU victims and order")
+)

@@ -1,0 +1,96 @@
+"""The subject of a check: a policy class adapted to the seed API, plus how
+to make its keys and blocks.
+
+Engines never see a raw third-party class: the adapters (policyspec.adapters)
+turn any supported API revision into a ``Subject`` whose ``build(capacity)``
+speaks the seed (R3) interface.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "ALL_CAPABILITIES",
+    "Block",
+    "SeedPolicy",
+    "Subject",
+    "offload_key",
+    "subject_from_class",
+]
+
+ALL_CAPABILITIES = frozenset({"clear", "mark"})
+"""Optional parts of the seed API: ``clear`` (R2+), ``mark`` (mark_*, R3+)."""
+
+
+class SeedPolicy(Protocol):
+    """vLLM's CachePolicy at the seed revision R3 (CONTRACT.md section 1)."""
+
+    def get(self, key: Any) -> Any: ...
+    def insert(self, key: Any, block: Any) -> None: ...
+    def remove(self, key: Any) -> None: ...
+    def touch(self, keys: Any) -> None: ...
+    def evict(self, n: int, protected: Any) -> Any: ...
+    def clear(self) -> None: ...
+    def mark_evictable(self, key: Any) -> None: ...
+    def mark_non_evictable(self, key: Any) -> None: ...
+
+
+class Block:
+    """A plain block status: what vLLM's ``BlockStatus`` exposes (ref_cnt,
+    block_id, is_ready), without ctypes so that it is cheap to make."""
+
+    __slots__ = ("block_id", "ref_cnt")
+
+    def __init__(self, ref_cnt: int, block_id: int) -> None:
+        self.ref_cnt = ref_cnt
+        self.block_id = block_id
+
+    @property
+    def is_ready(self) -> bool:
+        return self.ref_cnt >= 0
+
+    def __repr__(self) -> str:
+        return f"Block(ref_cnt={self.ref_cnt}, block_id={self.block_id})"
+
+
+def offload_key(index: int, group: int = 0) -> bytes:
+    """A key in vLLM's OffloadKey format: block-hash bytes followed by the KV
+    group index as 4 big-endian bytes. Distinct indexes give distinct keys."""
+    digest = hashlib.blake2b(index.to_bytes(8, "big", signed=True), digest_size=16).digest()
+    return digest + group.to_bytes(4, "big")
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the engines drive: a factory of seed-API policies and the ways to
+    make the keys and blocks handed to it."""
+
+    name: str
+    build: Callable[[int], SeedPolicy]
+    make_block: Callable[[int, int], Any] = Block
+    make_key: Callable[[int], Hashable] = offload_key
+    api: str = "R3"
+    capabilities: frozenset[str] = ALL_CAPABILITIES
+    notes: tuple[str, ...] = field(default=())
+    """Messages for the report (revision detected, warnings, ...)."""
+
+    def has(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+
+def subject_from_class(cls: Callable[..., Any], name: str | None = None) -> Subject:
+    """A Subject for a class that already speaks the seed API, built as
+    ``cls(cache_capacity=N)`` exactly as vLLM builds it."""
+
+    def build(capacity: int) -> SeedPolicy:
+        policy: SeedPolicy = cls(cache_capacity=capacity)
+        return policy
+
+    label = name or f"{getattr(cls, '__module__', '?')}:{getattr(cls, '__qualname__', cls)}"
+    return Subject(name=label, build=build)
+
+
