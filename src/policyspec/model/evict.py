@@ -73,4 +73,5 @@ def commit_evict(state: State, victims: Sequence[int]) -> State:
     return State(
         {k: r for k, r in state.refs.items() if k not in gone},
         [k for k in state.idle if k not in gone],
+        state.capacity,
     )

@@ -176,9 +176,10 @@ def evict(
 
 
 def clear(state: State) -> State:
-    """CLEAR-EMPTIES, CLEAR-FRESH: the state of a freshly built policy.
+    """CLEAR-EMPTIES, CLEAR-FRESH: the state of a freshly built policy (of
+    the same capacity).
 
     pre: can_clear(state)
-    post: __return__ == State()
+    post: __return__ == State(capacity=state.capacity)
     """
-    return State()
+    return State(capacity=state.capacity)

@@ -32,9 +32,11 @@ def can_get(state: State, key: int) -> bool:
 
 
 def can_insert(state: State, key: int, ref_cnt: int) -> bool:
-    """insert requires an absent key and a fresh block that is in flight
-    (-1, what the manager always passes) or idle (0, the seed's other
-    branch) (CONTRACT C2)."""
+    """insert requires an absent key, room below the capacity (the manager
+    evicts first, C1/C6), and a fresh block that is in flight (-1, what the
+    manager always passes) or idle (0, the seed's other branch) (C2)."""
+    if state.capacity is not None and len(state.refs) >= state.capacity:
+        return False
     return not is_present(state, key) and ref_cnt in (IN_FLIGHT, IDLE)
 
 

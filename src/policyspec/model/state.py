@@ -34,22 +34,28 @@ class State:
     ``refs`` maps every present key to the ref_cnt of its block.
     ``idle`` lists the keys marked evictable, least recent first; the core
     profile reads it as a set, the lru profile reads its order too.
+    ``capacity`` is the ``cache_capacity`` the policy was built with: the
+    manager never holds more blocks than that (CONTRACT C1). None means
+    unbounded (for model-only use).
 
     inv: well_formed(self)
     """
 
     refs: dict[int, int] = field(default_factory=dict)
     idle: list[int] = field(default_factory=list)
+    capacity: int | None = None
 
     def copy(self) -> State:
         """A new state equal to this one, sharing no mutable part."""
-        return State(dict(self.refs), list(self.idle))
+        return State(dict(self.refs), list(self.idle), self.capacity)
 
 
 def well_formed(state: State) -> bool:
-    """The state invariant: ref counts are -1 or more, idle keys are
-    distinct, present, and have ref_cnt 0."""
+    """The state invariant: ref counts are -1 or more, no more keys than the
+    capacity, idle keys are distinct, present, and have ref_cnt 0."""
     if any(ref < IN_FLIGHT for ref in state.refs.values()):
+        return False
+    if state.capacity is not None and len(state.refs) > state.capacity:
         return False
     if len(set(state.idle)) != len(state.idle):
         return False

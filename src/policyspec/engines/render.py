@@ -1,0 +1,85 @@
+"""Turning caller actions into words and into Python that reproduces them.
+
+A failure is only useful if a policy author can read it as a story and paste
+it into a test: ``describe`` gives the story line, ``repro`` the program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from policyspec.model.actions import Action, expand
+from policyspec.model.state import State
+
+__all__ = ["describe", "repro"]
+
+
+def describe(action: Action) -> str:
+    """One line for a trace: what the manager did."""
+    op = action[0]
+    if op == "insert":
+        where = "in flight" if action[2] == -1 else "idle"
+        return f"insert key {action[1]} ({where}, ref_cnt {action[2]})"
+    if op == "finish_store":
+        return f"store of key {action[1]} completes: ref_cnt -1 -> 0, mark_evictable"
+    if op == "remove":
+        return f"remove key {action[1]}"
+    if op == "start_read":
+        return f"load of key {action[1]} starts (ref_cnt += 1)"
+    if op == "end_read":
+        return f"load of key {action[1]} ends (ref_cnt -= 1)"
+    if op == "touch":
+        return f"touch {list(action[1])}"
+    if op == "evict":
+        return f"evict({action[1]}, protected={sorted(action[2])})"
+    if op == "get":
+        return f"get key {action[1]}"
+    return "clear()"
+
+
+def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = "") -> str:
+    """A standalone Python snippet replaying ``trace`` on ``target`` with the
+    calls and ref_cnt writes vLLM's manager would make."""
+    lines = [
+        "from policyspec.adapters import load_subject",
+        "",
+        f"subject = load_subject({target!r})",
+        f"policy = subject.build({capacity})",
+        "key = subject.make_key",
+        "blocks = {}",
+    ]
+    # Only ref counts matter to expand(); keys the policy evicted are never
+    # named again by a legal trace, so stale entries are harmless.
+    refs: dict[int, int] = {}
+    next_id = 0
+    last = len(trace) - 1
+    for index, action in enumerate(trace):
+        for call in expand(State(refs=refs), action):
+            op = call[0]
+            if op == "insert":
+                k, ref = call[1], call[2]
+                lines.append(f"blocks[{k}] = subject.make_block({ref}, {next_id})")
+                lines.append(f"policy.insert(key({k}), blocks[{k}])")
+                next_id += 1
+                refs[k] = ref
+            elif op == "set_ref":
+                lines.append(f"blocks[{call[1]}].ref_cnt = {call[2]}")
+                refs[call[1]] = call[2]
+            elif op == "touch":
+                keys = ", ".join(f"key({k})" for k in call[1])
+                lines.append(f"policy.touch([{keys}])")
+            elif op == "evict":
+                prot = ", ".join(f"key({k})" for k in sorted(call[2]))
+                prot_text = "{" + prot + "}" if prot else "set()"
+                prefix = "result = " if index == last else ""
+                lines.append(f"{prefix}policy.evict({call[1]}, {prot_text})")
+            elif op == "clear":
+                lines.append("policy.clear()")
+                refs.clear()
+            else:
+                lines.append(f"policy.{op}(key({call[1]}))")
+                if op == "remove":
+                    refs.pop(call[1], None)
+    if comment:
+        lines.append(f"# {comment}")
+    return "\n".join(lines) + "\n"

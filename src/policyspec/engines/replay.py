@@ -1,0 +1,48 @@
+"""Replaying a trace on a fresh policy in lockstep, for shrinking and for
+confirming a finding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from policyspec.harness import CallerContractError, ConformanceFailure, Lockstep
+from policyspec.model.actions import Action
+from policyspec.profiles import Profile
+from policyspec.subject import Subject
+
+__all__ = ["fails_with", "failure_of"]
+
+
+def failure_of(
+    subject: Subject,
+    profile: Profile,
+    capacity: int,
+    trace: Sequence[Action],
+    *,
+    observe: bool = True,
+    fatal: Callable[[str], bool] | None = None,
+) -> ConformanceFailure | None:
+    """The failure replaying ``trace`` raises (soft ones count too), or None.
+    A trace the caller contract forbids gives None."""
+    harness = Lockstep(subject, profile, capacity, observe=observe, fatal=fatal)
+    try:
+        harness.run(trace)
+    except ConformanceFailure as failure:
+        return failure
+    except CallerContractError:
+        return None
+    return harness.soft[0] if harness.soft else None
+
+
+def fails_with(
+    subject: Subject, profile: Profile, capacity: int, requirement: str, *, observe: bool = True
+) -> Callable[[Sequence[Action]], bool]:
+    """A predicate for the shrinker: the trace still breaks ``requirement``."""
+
+    def fails(trace: Sequence[Action]) -> bool:
+        failure = failure_of(
+            subject, profile, capacity, trace, observe=observe, fatal=lambda r: r == requirement
+        )
+        return failure is not None and failure.requirement == requirement
+
+    return fails

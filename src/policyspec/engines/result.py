@@ -1,0 +1,46 @@
+"""What an engine run produces: findings in requirement ids, and counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from policyspec.model.actions import Action
+
+__all__ = ["EngineRun", "Finding"]
+
+
+@dataclass
+class Finding:
+    """One requirement broken, with the shortest trace found that shows it."""
+
+    requirement: str
+    message: str
+    trace: tuple[Action, ...]
+    engine: str
+
+
+@dataclass
+class EngineRun:
+    """The outcome of one engine on one subject."""
+
+    engine: str
+    findings: list[Finding] = field(default_factory=list)
+    checked: Counter[str] = field(default_factory=Counter)
+    calls: int = 0
+    steps: int = 0
+    examples: int = 0
+    seconds: float = 0.0
+    not_applicable: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    """Set when the engine itself could not run to the end (not the policy's fault)."""
+
+    def add(self, finding: Finding) -> None:
+        """Keep the first (shortest, for shrunk engines) finding per requirement."""
+        for index, old in enumerate(self.findings):
+            if old.requirement == finding.requirement:
+                if len(finding.trace) < len(old.trace):
+                    self.findings[index] = finding
+                return
+        self.findings.append(finding)

@@ -1,0 +1,37 @@
+"""Conformance failures: a requirement id, what happened, and the trace.
+
+Each requirement gets its own exception subclass so that Hypothesis keeps
+failures of different requirements apart while it shrinks (it tells
+failures apart by exception type and origin).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from policyspec.model.actions import Action
+
+__all__ = ["CallerContractError", "ConformanceFailure", "failure_type"]
+
+
+class ConformanceFailure(AssertionError):
+    """The policy broke ``requirement``; ``trace`` is the sequence of caller
+    actions from a fresh policy that led there."""
+
+    def __init__(self, requirement: str, message: str, trace: tuple[Action, ...] = ()) -> None:
+        super().__init__(f"{requirement}: {message}")
+        self.requirement = requirement
+        self.message = message
+        self.trace = trace
+
+
+@cache
+def failure_type(requirement: str) -> type[ConformanceFailure]:
+    """The exception class used for failures of ``requirement``."""
+    name = "Failure_" + requirement.replace("-", "_")
+    return type(name, (ConformanceFailure,), {"__module__": __name__})
+
+
+class CallerContractError(Exception):
+    """An engine asked for a call the caller contract forbids: a bug in
+    policyspec, never in the policy under test."""

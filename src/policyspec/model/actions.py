@@ -1,0 +1,106 @@
+"""Caller actions: what vLLM's manager does to a policy in one step.
+
+An action is a small tuple (cheap to make, hash and print). Each expands
+into the policy calls and ref_cnt writes the manager makes, in order
+(CONTRACT 2A). ``is_legal`` is the caller contract at the level of actions:
+it only asks the precondition predicates, so every engine that generates
+actions stays inside the contract by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from policyspec.model.preconditions import (
+    can_clear,
+    can_end_read,
+    can_evict,
+    can_finish_store,
+    can_get,
+    can_insert,
+    can_remove,
+    can_start_read,
+    can_touch,
+)
+from policyspec.model.state import IDLE, State
+
+__all__ = [
+    "ACTION_NAMES",
+    "Action",
+    "Primitive",
+    "expand",
+    "is_legal",
+]
+
+Action = tuple[Any, ...]
+"""("insert", key, ref_cnt) | ("finish_store", key) | ("remove", key) |
+("start_read", key) | ("end_read", key) | ("touch", keys_tuple) |
+("evict", n, protected_frozenset) | ("get", key) | ("clear",)"""
+
+Primitive = tuple[Any, ...]
+"""A policy call (``insert``, ``remove``, ``touch``, ``mark_evictable``,
+``mark_non_evictable``, ``evict``, ``get``, ``clear``) or a manager write
+(``("set_ref", key, ref_cnt)``)."""
+
+ACTION_NAMES = (
+    "insert",
+    "finish_store",
+    "remove",
+    "start_read",
+    "end_read",
+    "touch",
+    "evict",
+    "get",
+    "clear",
+)
+
+
+def is_legal(state: State, action: Action) -> bool:
+    """Whether the caller contract allows ``action`` in ``state``."""
+    op = action[0]
+    if op == "insert":
+        return can_insert(state, action[1], action[2])
+    if op == "finish_store":
+        return can_finish_store(state, action[1])
+    if op == "remove":
+        return can_remove(state, action[1])
+    if op == "start_read":
+        return can_start_read(state, action[1])
+    if op == "end_read":
+        return can_end_read(state, action[1])
+    if op == "touch":
+        return can_touch(state, action[1])
+    if op == "evict":
+        return can_evict(state, action[1], action[2])
+    if op == "get":
+        return can_get(state, action[1])
+    if op == "clear":
+        return can_clear(state)
+    raise ValueError(f"unknown action {op!r}")
+
+
+def expand(state: State, action: Action) -> Sequence[Primitive]:
+    """The manager's calls and writes for ``action`` (legal in ``state``).
+
+    finish_store: ref_cnt -1 -> 0, then mark_evictable (C3a).
+    start_read: from 0, mark_non_evictable before the increment (C4).
+    end_read: the decrement, then mark_evictable when it reaches 0 (C3b).
+    """
+    op = action[0]
+    if op == "finish_store":
+        key = action[1]
+        return (("set_ref", key, IDLE), ("mark_evictable", key))
+    if op == "start_read":
+        key = action[1]
+        ref = state.refs[key]
+        if ref == IDLE:
+            return (("mark_non_evictable", key), ("set_ref", key, ref + 1))
+        return (("set_ref", key, ref + 1),)
+    if op == "end_read":
+        key = action[1]
+        ref = state.refs[key] - 1
+        if ref == IDLE:
+            return (("set_ref", key, ref), ("mark_evictable", key))
+        return (("set_ref", key, ref),)
+    return (action,)
