@@ -18,6 +18,8 @@ class Finding:
     message: str
     trace: tuple[Action, ...]
     engine: str
+    shrunk: bool = False
+    """True when the engine already minimised the trace."""
 
 
 @dataclass

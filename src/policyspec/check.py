@@ -1,0 +1,182 @@
+"""``run_check``: every engine on one subject under one profile, turned into
+a Report. This is what ``policyspec check``, the pytest plugin and the
+conformance modules call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from policyspec.engines import ENGINES, EngineRun, Finding
+from policyspec.engines.explain import culprit
+from policyspec.engines.render import describe, repro
+from policyspec.engines.replay import fails_with
+from policyspec.engines.shrink import shrink
+from policyspec.profiles import Profile
+from policyspec.registry import load_registry, requirements_for
+from policyspec.report import (
+    FAIL,
+    NA,
+    NOT_TESTED,
+    PASS,
+    FailureReport,
+    Report,
+    RequirementStatus,
+)
+from policyspec.subject import Subject
+
+__all__ = ["BUDGETS", "DEFAULT_CAPACITY", "Budget", "run_check"]
+
+DEFAULT_CAPACITY = 64
+
+
+@dataclass(frozen=True)
+class Budget:
+    name: str
+    seconds: float
+    """Wall-clock seconds the engines share (the run adds a little on top)."""
+
+
+BUDGETS = {
+    "quick": Budget("quick", 15.0),
+    "standard": Budget("standard", 50.0),
+    "deep": Budget("deep", 240.0),
+}
+
+
+def run_check(
+    subject: Subject,
+    profile: Profile,
+    *,
+    budget: str | float = "standard",
+    seed: int = 0,
+    strict: bool = False,
+    engines: Iterable[str] | None = None,
+    capacity: int = DEFAULT_CAPACITY,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Check ``subject`` against ``profile`` and return the report. Engines
+    run in turn, each for its share of the budget; the first MUST failure
+    found by one engine does not stop the others (they look for more)."""
+    say = progress or (lambda _msg: None)
+    seconds = budget if isinstance(budget, int | float) else BUDGETS[budget].seconds
+    chosen = [ENGINES[name] for name in engines] if engines else [
+        e for e in ENGINES.values() if e.default
+    ]
+    total_share = sum(e.share for e in chosen) or 1.0
+    started = time.monotonic()
+    runs: list[EngineRun] = []
+    for engine in chosen:
+        share = seconds * engine.share / total_share
+        say(f"{engine.name}: running for up to {share:.0f}s")
+        try:
+            run = engine.run(subject, profile, share, seed, capacity)
+        except Exception as exc:  # a checker bug must not pass as a verdict
+            run = EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
+        runs.append(run)
+        say(
+            f"{engine.name}: {run.calls} calls, {run.steps} steps, "
+            f"{len(run.findings)} finding(s) in {run.seconds:.1f}s"
+        )
+    return _report(subject, profile, runs, seed, strict, capacity, time.monotonic() - started)
+
+
+def _minimise(subject: Subject, profile: Profile, capacity: int, finding: Finding) -> Finding:
+    trace = finding.trace
+    if not finding.shrunk:
+        trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement))
+    requirement = culprit(subject, profile, capacity, trace, finding.requirement)
+    return Finding(requirement, finding.message, trace, finding.engine, True)
+
+
+def _report(
+    subject: Subject,
+    profile: Profile,
+    runs: list[EngineRun],
+    seed: int,
+    strict: bool,
+    capacity: int,
+    seconds: float,
+) -> Report:
+    registry = load_registry()
+    checked: Counter[str] = Counter()
+    not_applicable: dict[str, str] = {}
+    best: dict[str, Finding] = {}
+    errors = [f"{r.engine}: {r.error}" for r in runs if r.error]
+    for run in runs:
+        checked.update(run.checked)
+        not_applicable.update(run.not_applicable)
+        for finding in run.findings:
+            finding = _minimise(subject, profile, capacity, finding)
+            old = best.get(finding.requirement)
+            if old is None or len(finding.trace) < len(old.trace):
+                best[finding.requirement] = finding
+    statuses: list[RequirementStatus] = []
+    for req in requirements_for(profile.includes):
+        missing = [need for need in req.needs if not subject.has(need)]
+        if req.id in best:
+            status, reason = FAIL, ""
+        elif missing:
+            status, reason = NA, f"the policy has no {', '.join(missing)}"
+        elif req.id in not_applicable:
+            status, reason = NA, not_applicable[req.id]
+        elif checked[req.id] > 0:
+            status, reason = PASS, ""
+        else:
+            status, reason = NOT_TESTED, "no engine exercised it"
+        statuses.append(
+            RequirementStatus(req.id, req.level, req.profile, req.title, status,
+                              checked[req.id], reason)
+        )
+    failures = []
+    for rid, finding in best.items():
+        known = registry.get(rid)
+        failures.append(
+            FailureReport(
+                requirement=rid,
+                level=known.level if known else "MUST",
+                title=known.title if known else rid,
+                message=finding.message,
+                trace=[describe(a) for a in finding.trace],
+                repro=repro(subject.name, capacity, finding.trace, f"{rid}: {finding.message}"),
+                engine=finding.engine,
+            )
+        )
+    failures.sort(key=lambda f: (f.level != "MUST", f.requirement))
+    failing_levels = {f.level for f in failures}
+    if errors:
+        verdict = "error"
+    elif "MUST" in failing_levels or (strict and "SHOULD" in failing_levels):
+        verdict = "fail"
+    else:
+        verdict = "pass"
+    notes = list(subject.notes)
+    for run in runs:
+        notes.extend(f"{run.engine}: {n}" for n in run.notes)
+    stats = {
+        "seed": seed,
+        "seconds": round(seconds, 3),
+        "calls": sum(r.calls for r in runs),
+        "steps": sum(r.steps for r in runs),
+        "examples": sum(r.examples for r in runs),
+        "capacity": capacity,
+        "engines": {
+            r.engine: {"calls": r.calls, "steps": r.steps, "examples": r.examples,
+                       "seconds": round(r.seconds, 3)}
+            for r in runs
+        },
+    }
+    return Report(
+        target=subject.name,
+        profile=profile.name,
+        verdict=verdict,
+        requirements=statuses,
+        failures=failures,
+        stats=stats,
+        api=subject.api,
+        notes=notes,
+        errors=errors,
+    )

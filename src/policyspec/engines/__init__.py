@@ -1,0 +1,46 @@
+"""Checking engines. Each takes a subject, a profile, a time share and a
+seed, and returns an ``EngineRun`` in requirement ids. ``ENGINES`` is the
+registry ``policyspec check`` plans its budget over."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from policyspec.engines.result import EngineRun, Finding
+from policyspec.profiles import Profile
+from policyspec.subject import Subject
+
+__all__ = ["ENGINES", "Engine", "EngineRun", "Finding", "register_engine"]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A checking engine and its share of a time budget."""
+
+    name: str
+    run: Callable[[Subject, Profile, float, int, int], EngineRun]
+    """(subject, profile, seconds, seed, capacity) -> EngineRun"""
+    share: float
+    """Fraction of the budget it gets (shares are normalised)."""
+    default: bool = True
+    """Part of every ``policyspec check`` run unless engines are chosen."""
+
+
+ENGINES: dict[str, Engine] = {}
+
+
+def register_engine(engine: Engine) -> Engine:
+    ENGINES[engine.name] = engine
+    return engine
+
+
+def _stateful(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
+              ) -> EngineRun:
+    from policyspec.engines.stateful import policy_machine, run_machine
+
+    machine = policy_machine(subject, profile, capacity=capacity)
+    return run_machine(machine, engine="stateful", seed=seed, seconds=seconds)
+
+
+register_engine(Engine("stateful", _stateful, 0.5))

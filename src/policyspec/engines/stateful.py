@@ -1,0 +1,257 @@
+"""The policy-level Hypothesis state machine.
+
+One machine class per (subject, profile), made by ``policy_machine``; each
+rule is a caller action whose arguments are drawn only from what the model's
+preconditions allow, so every run stays inside the caller contract. The
+harness checks the policy after every call; ``note()`` lines make a shrunk
+failure read as a story. Bulk stores let runs reach 40+ keys quickly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from hypothesis import HealthCheck, Phase, Verbosity, note, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.database import ExampleDatabase
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    get_state_machine_test,
+    precondition,
+    rule,
+)
+
+from policyspec.engines.render import describe
+from policyspec.engines.result import EngineRun, Finding
+from policyspec.harness import ConformanceFailure, Lockstep
+from policyspec.model.actions import Action
+from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.profiles import Profile
+from policyspec.subject import Subject
+
+__all__ = ["MachineStats", "PolicyMachine", "policy_machine", "run_machine"]
+
+
+@dataclass
+class MachineStats:
+    """Counts shared by all instances of one machine class."""
+
+    checked: Counter[str] = field(default_factory=Counter)
+    calls: int = 0
+    steps: int = 0
+    examples: int = 0
+    soft: list[ConformanceFailure] = field(default_factory=list)
+
+
+class PolicyMachine(RuleBasedStateMachine):
+    """Drives one policy through caller actions at the policy API level."""
+
+    subject: ClassVar[Subject]
+    profile: ClassVar[Profile]
+    capacity: ClassVar[int] = 64
+    pool: ClassVar[int] = 48
+    """Keys are drawn from 0..pool-1 (plus a few never inserted)."""
+    stats: ClassVar[MachineStats]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.h = Lockstep(self.subject, self.profile, self.capacity)
+        self.stats.examples += 1
+
+    def _do(self, action: Action) -> None:
+        note(describe(action))
+        self.stats.steps += 1
+        self.h.apply(action)
+
+    def teardown(self) -> None:
+        self.stats.calls += self.h.calls
+        self.stats.checked.update(self.h.checked)
+        for failure in self.h.soft:
+            if all(f.requirement != failure.requirement for f in self.stats.soft):
+                self.stats.soft.append(failure)
+
+    # -- helpers ----------------------------------------------------------
+
+    def _absent(self) -> list[int]:
+        refs = self.h.state.refs
+        return [k for k in range(self.pool) if k not in refs]
+
+    def _with_ref(self, test: Callable[[int], bool]) -> list[int]:
+        return sorted(k for k, r in self.h.state.refs.items() if test(r))
+
+    def _room(self) -> bool:
+        return len(self.h.state.refs) < min(self.pool, self.capacity)
+
+    # -- rules --------------------------------------------------------------
+
+    @precondition(lambda self: self._room())
+    @rule(data=st.data(), ready=st.booleans())
+    def store(self, data: st.DataObject, ready: bool) -> None:
+        """The manager stores a new block (in flight); the policy API also
+        allows inserting an idle block."""
+        key = data.draw(st.sampled_from(self._absent()), label="key")
+        self._do(("insert", key, IDLE if ready else IN_FLIGHT))
+
+    @precondition(lambda self: self._room())
+    @rule(data=st.data())
+    def store_many(self, data: st.DataObject) -> None:
+        """A request stores a run of blocks and most of them complete."""
+        room = min(self.pool, self.capacity) - len(self.h.state.refs)
+        count = data.draw(st.integers(1, min(room, 24)), label="count")
+        keys = self._absent()[:count]
+        done = data.draw(st.integers(0, len(keys)), label="completed")
+        for key in keys:
+            self._do(("insert", key, IN_FLIGHT))
+        for key in keys[:done]:
+            self._do(("finish_store", key))
+
+    @precondition(lambda self: any(r == IN_FLIGHT for r in self.h.state.refs.values()))
+    @rule(data=st.data())
+    def finish_store(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(self._with_ref(lambda r: r == IN_FLIGHT)), label="key")
+        self._do(("finish_store", key))
+
+    @precondition(lambda self: bool(self.h.state.refs))
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        """A failed store removes an in-flight key; the policy API allows
+        removing a key in any state."""
+        key = data.draw(st.sampled_from(sorted(self.h.state.refs)), label="key")
+        self._do(("remove", key))
+
+    @precondition(lambda self: any(r >= IDLE for r in self.h.state.refs.values()))
+    @rule(data=st.data())
+    def start_read(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(self._with_ref(lambda r: r >= IDLE)), label="key")
+        self._do(("start_read", key))
+
+    @precondition(lambda self: any(r > IDLE for r in self.h.state.refs.values()))
+    @rule(data=st.data())
+    def end_read(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from(self._with_ref(lambda r: r > IDLE)), label="key")
+        self._do(("end_read", key))
+
+    @rule(data=st.data())
+    def touch(self, data: st.DataObject) -> None:
+        """Any keys: present in any state, absent, repeated, or none."""
+        universe = st.integers(0, self.pool + 3)
+        present = sorted(self.h.state.refs)
+        choice = st.sampled_from(present) | universe if present else universe
+        keys = data.draw(st.lists(choice, max_size=8), label="keys")
+        self._do(("touch", tuple(keys)))
+
+    @rule(data=st.data())
+    def evict(self, data: st.DataObject) -> None:
+        idle = self.h.state.idle
+        n = data.draw(st.integers(0, len(idle) + 1), label="n")
+        candidates = st.integers(0, self.pool + 3)
+        if idle:
+            candidates = st.sampled_from(sorted(idle)) | candidates
+        protected = data.draw(st.frozensets(candidates, max_size=6), label="protected")
+        self._do(("evict", n, protected))
+
+    @rule(data=st.data())
+    def get(self, data: st.DataObject) -> None:
+        key = data.draw(st.integers(0, self.pool + 3), label="key")
+        self._do(("get", key))
+
+    @precondition(lambda self: self.subject.has("clear") and len(self.h.state.refs) > 0)
+    @rule(data=st.data())
+    def clear(self, data: st.DataObject) -> None:
+        """Rare on purpose (1 in 8 when chosen): clears keep states small."""
+        if data.draw(st.integers(0, 7), label="clear?") == 0:
+            self._do(("clear",))
+
+
+def policy_machine(
+    subject: Subject, profile: Profile, *, capacity: int = 64, pool: int = 48,
+    base: type[PolicyMachine] = PolicyMachine,
+) -> type[PolicyMachine]:
+    """A machine class bound to one subject and profile."""
+    attrs: dict[str, Any] = {
+        "subject": subject,
+        "profile": profile,
+        "capacity": capacity,
+        "pool": pool,
+        "stats": MachineStats(),
+    }
+    return type(f"{base.__name__}For_{profile.name}", (base,), attrs)
+
+
+def run_machine(
+    machine: type[PolicyMachine],
+    *,
+    engine: str,
+    seed: int,
+    seconds: float,
+    steps: int = 60,
+    chunk: int = 40,
+    database: ExampleDatabase | None = None,
+) -> EngineRun:
+    """Run ``machine`` in chunks of ``chunk`` examples until ``seconds`` have
+    passed or a failure is found. Chunk i uses seed ``seed * 7919 + i``, so the
+    same seed gives the same examples in the same order."""
+    result = EngineRun(engine=engine)
+    started = time.monotonic()
+    index = 0
+    while True:
+        test = get_state_machine_test(
+            machine,
+            settings=settings(
+                max_examples=chunk,
+                stateful_step_count=steps,
+                deadline=None,
+                database=database,
+                derandomize=False,
+                suppress_health_check=list(HealthCheck),
+                verbosity=Verbosity.quiet,
+                report_multiple_bugs=True,
+                print_blob=False,
+                phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+            ),
+        )
+        test = hypothesis_seed(seed * 7919 + index)(test)
+        index += 1
+        try:
+            test()
+        except ConformanceFailure as failure:
+            _record(result, failure, engine, shrunk=True)
+        except BaseExceptionGroup as group:
+            failures, rest = group.split(ConformanceFailure)
+            if rest is not None:
+                raise
+            if failures is not None:
+                for leaf in _leaves(failures):
+                    _record(result, leaf, engine, shrunk=True)
+        if result.findings or time.monotonic() - started >= seconds:
+            break
+    stats = machine.stats
+    for soft in stats.soft:
+        _record(result, soft, engine)
+    result.checked.update(stats.checked)
+    result.calls = stats.calls
+    result.steps = stats.steps
+    result.examples = stats.examples
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _leaves(group: BaseExceptionGroup[ConformanceFailure]) -> list[ConformanceFailure]:
+    out: list[ConformanceFailure] = []
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            out.extend(_leaves(exc))
+        else:
+            out.append(exc)
+    return out
+
+
+def _record(
+    result: EngineRun, failure: ConformanceFailure, engine: str, *, shrunk: bool = False
+) -> None:
+    result.add(Finding(failure.requirement, failure.message, failure.trace, engine, shrunk))

@@ -1,0 +1,188 @@
+"""The verdict of a check and its three renderings: terminal text, JSON
+(schema ``policyspec-report/1``, spec/report.md) and JUnit XML.
+
+Files are written atomically (temporary file, then rename), so a reader never
+sees half a report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from policyspec import SPEC_VERSION, __version__
+
+__all__ = [
+    "SCHEMA",
+    "FailureReport",
+    "Report",
+    "RequirementStatus",
+    "write_atomic",
+]
+
+SCHEMA = "policyspec-report/1"
+
+PASS, FAIL, NA, NOT_TESTED, XFAIL = "pass", "fail", "n/a", "not-tested", "xfail"
+
+
+@dataclass
+class RequirementStatus:
+    id: str
+    level: str
+    profile: str
+    title: str
+    status: str
+    checks: int = 0
+    reason: str = ""
+
+
+@dataclass
+class FailureReport:
+    requirement: str
+    level: str
+    title: str
+    message: str
+    trace: list[str]
+    repro: str
+    engine: str
+
+
+@dataclass
+class Report:
+    target: str
+    profile: str
+    verdict: str
+    requirements: list[RequirementStatus]
+    failures: list[FailureReport]
+    stats: dict[str, Any]
+    api: str = "R3"
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "policyspec_version": __version__,
+            "spec_version": SPEC_VERSION,
+            "target": self.target,
+            "profile": self.profile,
+            "api": self.api,
+            "verdict": self.verdict,
+            "requirements": [
+                {
+                    "id": r.id,
+                    "level": r.level,
+                    "profile": r.profile,
+                    "title": r.title,
+                    "status": r.status,
+                    "checks": r.checks,
+                    **({"reason": r.reason} if r.reason else {}),
+                }
+                for r in self.requirements
+            ],
+            "failures": [
+                {
+                    "requirement": f.requirement,
+                    "level": f.level,
+                    "message": f.message,
+                    "trace": f.trace,
+                    "repro": f.repro,
+                    "engine": f.engine,
+                }
+                for f in self.failures
+            ],
+            "stats": self.stats,
+            "notes": self.notes,
+            "errors": self.errors,
+        }
+
+    def to_junit(self) -> str:
+        failed = sum(1 for r in self.requirements if r.status == FAIL)
+        skipped = sum(1 for r in self.requirements if r.status in (NA, NOT_TESTED, XFAIL))
+        suite = ET.Element(
+            "testsuite",
+            name=f"policyspec {self.profile}: {self.target}",
+            tests=str(len(self.requirements)),
+            failures=str(failed),
+            errors=str(len(self.errors)),
+            skipped=str(skipped),
+            time=f"{float(self.stats.get('seconds', 0.0)):.3f}",
+        )
+        by_id = {f.requirement: f for f in self.failures}
+        for req in self.requirements:
+            case = ET.SubElement(
+                suite, "testcase", classname=f"policyspec.{req.profile}", name=req.id
+            )
+            if req.status == FAIL:
+                failure = by_id.get(req.id)
+                node = ET.SubElement(
+                    case, "failure", message=failure.message if failure else req.title
+                )
+                if failure:
+                    node.text = "\n".join(failure.trace) + "\n\n" + failure.repro
+            elif req.status in (NA, NOT_TESTED, XFAIL):
+                ET.SubElement(case, "skipped", message=f"{req.status}: {req.reason}".strip())
+        for error in self.errors:
+            case = ET.SubElement(suite, "testcase", classname="policyspec", name="run")
+            ET.SubElement(case, "error", message=error)
+        return ET.tostring(suite, encoding="unicode", xml_declaration=True)
+
+    def to_text(self) -> str:
+        lines = [
+            f"policyspec {__version__} (spec {SPEC_VERSION}): {self.target}",
+            f"profile {self.profile}, API {self.api}, seed {self.stats.get('seed')}",
+        ]
+        lines += [f"note: {n}" for n in self.notes]
+        lines.append("")
+        width = max((len(r.id) for r in self.requirements), default=10)
+        for req in self.requirements:
+            label = {PASS: "PASS", FAIL: "FAIL", NA: "N/A", NOT_TESTED: "NOT TESTED",
+                     XFAIL: "XFAIL"}[req.status]
+            extra = f"  ({req.reason})" if req.reason else ""
+            lines.append(f"  {label:<10} {req.id:<{width}} {req.level:<6} {req.title}{extra}")
+        for failure in self.failures:
+            lines += [
+                "",
+                f"FAIL {failure.requirement} ({failure.level}): {failure.title}",
+                f"  {failure.message}",
+                f"  minimal trace ({len(failure.trace)} steps, found by {failure.engine}):",
+                *[f"    {i + 1}. {step}" for i, step in enumerate(failure.trace)],
+                "  reproduce:",
+                *[f"    {line}" for line in failure.repro.rstrip().splitlines()],
+            ]
+        for error in self.errors:
+            lines.append(f"ERROR {error}")
+        s = self.stats
+        lines += [
+            "",
+            f"{s.get('calls', 0)} checked calls, {s.get('steps', 0)} steps, "
+            f"{s.get('examples', 0)} examples in {float(s.get('seconds', 0)):.1f}s",
+            f"verdict: {self.verdict.upper()}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new
+    one, never a part: a temporary file in the same directory, then rename."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(report.to_json(), indent=2, sort_keys=False) + "\n"
