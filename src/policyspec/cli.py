@@ -1,0 +1,66 @@
+"""The ``policyspec`` command line.
+
+Exit codes (DESIGN.md): 0 conforms / nothing found, 1 does not conform /
+counterexample, 2 could not run (bad target, import error, missing methods,
+bad arguments). Each subcommand lives in ``policyspec.commands.<name>`` and
+registers itself through ``add_parser``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["EXIT_CONFORMS", "EXIT_FAILS", "EXIT_USAGE", "UsageError", "main"]
+
+EXIT_CONFORMS = 0
+EXIT_FAILS = 1
+EXIT_USAGE = 2
+
+COMMANDS = ("check",)
+"""Subcommand modules under policyspec.commands, in help order."""
+
+
+class UsageError(Exception):
+    """A mistake of the user: printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        # One line, exit 2, like every other user mistake.
+        self.exit(EXIT_USAGE, f"policyspec: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from policyspec import __version__
+
+    parser = _Parser(
+        prog="policyspec",
+        description="Executable specification and conformance suite for vLLM cache policies.",
+    )
+    parser.add_argument("--version", action="version", version=f"policyspec {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMANDS:
+        module = importlib.import_module(f"policyspec.commands.{name}")
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+    except UsageError as exc:
+        print(f"policyspec: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("policyspec: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

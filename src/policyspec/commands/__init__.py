@@ -1,0 +1,1 @@
+"""Subcommands of the ``policyspec`` CLI, one module each."""

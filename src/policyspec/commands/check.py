@@ -1,0 +1,96 @@
+"""``policyspec check TARGET``: run the conformance suite on a policy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from policyspec.cli import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
+
+__all__ = ["add_parser", "positive_int"]
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
+def add_parser(sub: Any) -> None:
+    from policyspec.check import BUDGETS, DEFAULT_CAPACITY
+    from policyspec.engines import ENGINES
+
+    parser = sub.add_parser(
+        "check",
+        help="check a policy against the spec",
+        description="Check TARGET (pkg.module:Class or path/to/file.py:Class), built as "
+        "Class(cache_capacity=N), against a profile. Exit 0 conforms, 1 does not, 2 could "
+        "not run.",
+    )
+    parser.add_argument("target", help="pkg.module:Class or path/to/file.py:Class")
+    parser.add_argument("--profile", default="core",
+                        help="core (every policy, default), lru (exact seed LRU), arc, ...")
+    parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run")
+    parser.add_argument("--seed", type=positive_int, default=0, help="random seed (default 0)")
+    parser.add_argument("--budget", choices=sorted(BUDGETS), default="standard",
+                        help="quick (~20 s), standard (~60 s, default), deep (minutes)")
+    parser.add_argument("--engine", action="append", choices=sorted(ENGINES), dest="engines",
+                        help="run only these engines (repeatable); default: all default engines")
+    parser.add_argument("--capacity", type=positive_int, default=DEFAULT_CAPACITY,
+                        help=f"cache_capacity for the policy (default {DEFAULT_CAPACITY})")
+    parser.add_argument("--json-report", metavar="PATH", help="write the JSON report here")
+    parser.add_argument("--junit-xml", metavar="PATH", help="write a JUnit XML report here")
+    parser.add_argument("--api", help="force an API revision (R0..R8) instead of detecting it")
+    parser.add_argument("--no-stand-in", action="store_true",
+                        help="refuse to provide vLLM stand-in modules when vllm is missing")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from policyspec.adapters import TargetError, load_subject
+    from policyspec.check import run_check
+    from policyspec.profiles import get_profile
+    from policyspec.report import dumps, write_atomic
+
+    try:
+        profile = get_profile(args.profile)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.capacity < 1:
+        raise UsageError("--capacity must be at least 1")
+    try:
+        subject = load_subject(args.target, stand_in=not args.no_stand_in, api=args.api)
+    except TargetError as exc:
+        print(f"policyspec: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    def progress(message: str) -> None:
+        if not args.quiet:
+            print(f"[policyspec] {message}", file=sys.stderr, flush=True)
+
+    report = run_check(
+        subject,
+        profile,
+        budget=args.budget,
+        seed=args.seed,
+        strict=args.strict,
+        engines=args.engines,
+        capacity=args.capacity,
+        progress=progress,
+    )
+    if args.json_report:
+        write_atomic(args.json_report, dumps(report))
+    if args.junit_xml:
+        write_atomic(args.junit_xml, report.to_junit())
+    sys.stdout.write(report.to_text())
+    if report.verdict == "pass":
+        return EXIT_CONFORMS
+    if report.verdict == "fail":
+        return EXIT_FAILS
+    return EXIT_USAGE if report.errors and not report.failures else EXIT_FAILS
