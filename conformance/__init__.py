@@ -1,0 +1,1 @@
+"""The conformance suite: one pytest module per spec section (spec/<name>.md)."""

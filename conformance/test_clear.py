@@ -1,0 +1,10 @@
+"""Conformance checks for spec/clear.md: one test per requirement defined there.
+
+Runs on `pytest --policy TARGET` (default: the reference LRU, profile lru).
+"""
+
+from policyspec.testing import ConformanceSuite
+
+
+class TestClear(ConformanceSuite):
+    section = "clear"

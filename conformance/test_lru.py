@@ -1,0 +1,10 @@
+"""Conformance checks for spec/lru.md: one test per requirement defined there.
+
+Runs on `pytest --policy TARGET` (default: the reference LRU, profile lru).
+"""
+
+from policyspec.testing import ConformanceSuite
+
+
+class TestLru(ConformanceSuite):
+    section = "lru"

@@ -1,0 +1,41 @@
+"""pytest plugin (entry point ``pytest11``): ``pytest --policy TARGET``.
+
+With ``--policy`` the conformance suite (one module per spec section,
+shipped with policyspec) is collected and run against TARGET; without it
+the plugin only adds its options and stays out of the way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+__all__ = ["conformance_dir"]
+
+
+def conformance_dir() -> Path:
+    """The conformance modules: shipped in the wheel, or the source tree's."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_conformance", here.parents[1] / "conformance"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("policyspec: the conformance suite is missing from this install")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("policyspec", "policyspec conformance suite")
+    group.addoption("--policy", default=None, metavar="TARGET",
+                    help="run the conformance suite on TARGET (pkg.module:Class or file.py:Class)")
+    group.addoption("--policy-profile", default=None, metavar="NAME",
+                    help="profile for --policy: core (default), lru, ...")
+    group.addoption("--policy-budget", default=None, choices=("quick", "standard", "deep"),
+                    help="time budget of the check behind the suite (default quick)")
+    group.addoption("--policy-seed", default=None, type=int, help="seed of the check")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("policy", None):
+        suite = str(conformance_dir())
+        if suite not in config.args:
+            config.args.append(suite)

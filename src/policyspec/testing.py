@@ -1,0 +1,108 @@
+"""Reusing the conformance suite from pytest.
+
+``ConformanceSuite`` is a base class: a test class that sets ``target`` (or
+``policy_class``) and ``profile`` gets one test per requirement of that
+profile, each passing, failing with the minimal trace and a repro, or
+skipped as N/A. Several subclasses in one run check several policies; the
+check itself runs once per (target, profile, budget, seed) and is shared.
+
+    class TestMyPolicy(ConformanceSuite):
+        target = "my_pkg.policy:MyPolicy"
+        profile = "core"
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pytest
+
+from policyspec.registry import load_registry, requirements_for
+from policyspec.report import FAIL, NA, NOT_TESTED, XFAIL, Report
+
+__all__ = ["ConformanceSuite", "assert_requirement", "report_for"]
+
+DEFAULT_TARGET = "policyspec.reference:LRUCachePolicy"
+DEFAULT_PROFILE = "lru"
+
+_REPORTS: dict[tuple[str, str, str | float, int], Report] = {}
+
+
+def report_for(
+    target: str | type, profile: str, budget: str | float = "quick", seed: int = 0
+) -> Report:
+    """The report of one check, computed once per session and cached."""
+    label = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
+    key = (label, profile, budget, seed)
+    if key not in _REPORTS:
+        from policyspec.adapters import load_subject, subject_for_class
+        from policyspec.check import run_check
+        from policyspec.profiles import get_profile
+
+        subject = load_subject(target) if isinstance(target, str) else subject_for_class(target)
+        _REPORTS[key] = run_check(subject, get_profile(profile), budget=budget, seed=seed)
+    return _REPORTS[key]
+
+
+def assert_requirement(report: Report, requirement: str) -> None:
+    """Pass, fail with the failure's story, or skip, as the report says."""
+    status = next((r for r in report.requirements if r.id == requirement), None)
+    if status is None:
+        pytest.skip(f"{requirement} is not part of profile {report.profile}")
+    if status.status == FAIL:
+        failure = next(f for f in report.failures if f.requirement == requirement)
+        steps = "\n".join(f"  {i + 1}. {s}" for i, s in enumerate(failure.trace))
+        pytest.fail(
+            f"{requirement} ({failure.level}): {failure.title}\n{failure.message}\n"
+            f"minimal trace:\n{steps}\nreproduce:\n{failure.repro}",
+            pytrace=False,
+        )
+    if status.status in (NA, NOT_TESTED, XFAIL):
+        pytest.skip(f"{requirement}: {status.status} ({status.reason})")
+    if report.errors:
+        pytest.fail("the check could not run to the end: " + "; ".join(report.errors))
+
+
+class ConformanceSuite:
+    """Base class for conformance tests of one policy (see module doc)."""
+
+    target: ClassVar[str | None] = None
+    policy_class: ClassVar[type | None] = None
+    profile: ClassVar[str | None] = None
+    budget: ClassVar[str | float] = "quick"
+    seed: ClassVar[int] = 0
+    section: ClassVar[str | None] = None
+    """Only requirements defined in spec/<section>.md (None: all)."""
+
+    def _choice(self, config: pytest.Config) -> tuple[str | type, str, str | float, int]:
+        option = config.getoption
+        target: str | type = (
+            self.policy_class or self.target or option("policy", None) or DEFAULT_TARGET
+        )
+        explicit = bool(self.policy_class or self.target or option("policy", None))
+        profile = self.profile or option("policy_profile", None) or (
+            "core" if explicit else DEFAULT_PROFILE
+        )
+        budget = option("policy_budget", None) or self.budget
+        seed = option("policy_seed", None)
+        return target, profile, budget, self.seed if seed is None else int(seed)
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "requirement_id" not in metafunc.fixturenames:
+            return
+        _, profile, _, _ = self._choice(metafunc.config)
+        from policyspec.profiles import get_profile
+
+        ids = [
+            r.id
+            for r in requirements_for(get_profile(profile).includes)
+            if self.section is None or r.spec_file == f"{self.section}.md"
+        ]
+        metafunc.parametrize("requirement_id", ids, ids=ids)
+
+    def test_requirement(self, requirement_id: str, request: pytest.FixtureRequest) -> None:
+        target, profile, budget, seed = self._choice(request.config)
+        assert requirement_id in load_registry()
+        assert_requirement(report_for(target, profile, budget, seed), requirement_id)
+
+
