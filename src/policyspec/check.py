@@ -66,6 +66,7 @@ def run_check(
     chosen = [ENGINES[name] for name in engines] if engines else [
         e for e in ENGINES.values() if e.default
     ]
+    chosen = [e for e in chosen if e.applies(profile)]
     total_share = sum(e.share for e in chosen) or 1.0
     started = time.monotonic()
     runs: list[EngineRun] = []

@@ -25,6 +25,12 @@ class Engine:
     """Fraction of the budget it gets (shares are normalised)."""
     default: bool = True
     """Part of every ``policyspec check`` run unless engines are chosen."""
+    only_for: str | None = None
+    """Run only when the profile includes this registry profile (e.g. an
+    engine for ``cost`` or ``seed-errors`` requirements); None: always."""
+
+    def applies(self, profile: Profile) -> bool:
+        return self.only_for is None or self.only_for in profile.includes
 
 
 ENGINES: dict[str, Engine] = {}
