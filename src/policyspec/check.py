@@ -9,12 +9,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 
-from policyspec.engines import ENGINES, EngineRun, Finding
+from policyspec.engines import ENGINES, Engine, EngineRun, Finding
 from policyspec.engines.explain import culprit
 from policyspec.engines.render import describe, repro
 from policyspec.engines.replay import fails_with
 from policyspec.engines.shrink import shrink
+from policyspec.harness import Aborted
+from policyspec.harness.watchdog import Watchdog
+from policyspec.harness.watchdog import current as watch
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry, requirements_for
 from policyspec.report import (
@@ -28,9 +32,11 @@ from policyspec.report import (
 )
 from policyspec.subject import Subject
 
-__all__ = ["BUDGETS", "DEFAULT_CAPACITY", "Budget", "run_check"]
+__all__ = ["BUDGETS", "DEFAULT_CALL_TIMEOUT", "DEFAULT_CAPACITY", "Budget", "run_check"]
 
 DEFAULT_CAPACITY = 64
+DEFAULT_CALL_TIMEOUT = 10.0
+"""Seconds one policy call may take before it is reported (API-RETURNS)."""
 
 
 @dataclass(frozen=True)
@@ -54,40 +60,84 @@ def run_check(
     budget: str | float = "standard",
     seed: int = 0,
     strict: bool = False,
-    engines: Iterable[str] | None = None,
+    engines: Iterable[str | Engine] | None = None,
     capacity: int = DEFAULT_CAPACITY,
     progress: Callable[[str], None] | None = None,
+    call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    shard: tuple[int, int] = (1, 1),
 ) -> Report:
     """Check ``subject`` against ``profile`` and return the report. Engines
     run in turn, each for its share of the budget; the first MUST failure
-    found by one engine does not stop the others (they look for more)."""
+    found by one engine does not stop the others (they look for more).
+    ``shard=(k, n)`` runs the k-th of n deterministic parts of the work:
+    engines marked ``shardable`` split their search space by it."""
     say = progress or (lambda _msg: None)
     seconds = budget if isinstance(budget, int | float) else BUDGETS[budget].seconds
-    chosen = [ENGINES[name] for name in engines] if engines else [
+    chosen = [ENGINES[e] if isinstance(e, str) else e for e in engines] if engines else [
         e for e in ENGINES.values() if e.default
     ]
     chosen = [e for e in chosen if e.applies(profile)]
     total_share = sum(e.share for e in chosen) or 1.0
     started = time.monotonic()
     runs: list[EngineRun] = []
-    for engine in chosen:
-        share = seconds * engine.share / total_share
-        say(f"{engine.name}: running for up to {share:.0f}s")
+    interrupted = False
+    with Watchdog(call_timeout) as watchdog:
         try:
-            run = engine.run(subject, profile, share, seed, capacity)
-        except Exception as exc:  # a checker bug must not pass as a verdict
-            run = EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
-        runs.append(run)
-        say(
-            f"{engine.name}: {run.calls} calls, {run.steps} steps, "
-            f"{len(run.findings)} finding(s) in {run.seconds:.1f}s"
+            for engine in chosen:
+                share = seconds * engine.share / total_share
+                say(f"{engine.name}: running for up to {share:.0f}s")
+                run = _run_engine(engine, subject, profile, share, seed, capacity, shard)
+                runs.append(run)
+                say(
+                    f"{engine.name}: {run.calls} calls, {run.steps} steps, "
+                    f"{len(run.findings)} finding(s) in {run.seconds:.1f}s"
+                )
+        except KeyboardInterrupt:
+            interrupted = True
+            say("interrupted: reporting what ran so far")
+        report = _report(
+            subject, profile, runs, seed, strict, capacity, time.monotonic() - started,
+            minimise=not interrupted,
         )
-    return _report(subject, profile, runs, seed, strict, capacity, time.monotonic() - started)
+    if not watchdog.enforced and call_timeout > 0:
+        report.notes.append("the call time limit was not enforced (not on the main thread)")
+    if interrupted:
+        report.verdict = "interrupted"
+        report.notes.append("interrupted before the end: engines that ran: "
+                            + (", ".join(r.engine for r in runs) or "none"))
+    return report
+
+
+def _run_engine(
+    engine: Engine, subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int,
+    shard: tuple[int, int] = (1, 1),
+) -> EngineRun:
+    try:
+        if engine.shardable:
+            sharded = cast(Callable[..., EngineRun], engine.run)
+            return sharded(subject, profile, seconds, seed, capacity, shard=shard)
+        return engine.run(subject, profile, seconds, seed, capacity)
+    except Aborted as aborted:
+        run = EngineRun(engine=engine.name)
+        failure = aborted.failure
+        run.add(Finding(failure.requirement, failure.message, failure.trace, engine.name))
+        return run
+    except Exception as exc:  # a checker bug must not pass as a verdict
+        return EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
 
 
 def _minimise(subject: Subject, profile: Profile, capacity: int, finding: Finding) -> Finding:
     trace = finding.trace
-    if not finding.shrunk:
+    if not finding.shrunk and finding.requirement == "API-RETURNS":
+        # Every replay that still hangs costs the time limit: lower it and
+        # try few candidates.
+        saved, watch.limit = watch.limit, min(watch.limit, 0.5)
+        try:
+            trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
+                           max_tries=40)
+        finally:
+            watch.limit = saved
+    elif not finding.shrunk:
         trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement))
     requirement = culprit(subject, profile, capacity, trace, finding.requirement)
     return Finding(requirement, finding.message, trace, finding.engine, True)
@@ -101,6 +151,8 @@ def _report(
     strict: bool,
     capacity: int,
     seconds: float,
+    *,
+    minimise: bool = True,
 ) -> Report:
     registry = load_registry()
     checked: Counter[str] = Counter()
@@ -111,7 +163,8 @@ def _report(
         checked.update(run.checked)
         not_applicable.update(run.not_applicable)
         for finding in run.findings:
-            finding = _minimise(subject, profile, capacity, finding)
+            if minimise:
+                finding = _minimise(subject, profile, capacity, finding)
             old = best.get(finding.requirement)
             if old is None or len(finding.trace) < len(old.trace):
                 best[finding.requirement] = finding
@@ -159,6 +212,7 @@ def _report(
         notes.extend(f"{run.engine}: {n}" for n in run.notes)
     stats = {
         "seed": seed,
+        "strict": strict,
         "seconds": round(seconds, 3),
         "calls": sum(r.calls for r in runs),
         "steps": sum(r.steps for r in runs),
@@ -166,7 +220,7 @@ def _report(
         "capacity": capacity,
         "engines": {
             r.engine: {"calls": r.calls, "steps": r.steps, "examples": r.examples,
-                       "seconds": round(r.seconds, 3)}
+                       "seconds": round(r.seconds, 3), **r.counts}
             for r in runs
         },
     }

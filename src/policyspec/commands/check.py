@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
 
@@ -21,8 +22,18 @@ def positive_int(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text}")
+    return value
+
+
 def add_parser(sub: Any) -> None:
-    from policyspec.check import BUDGETS, DEFAULT_CAPACITY
+    from policyspec.check import BUDGETS, DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
     from policyspec.engines import ENGINES
 
     parser = sub.add_parser(
@@ -48,8 +59,20 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--api", help="force an API revision (R0..R8) instead of detecting it")
     parser.add_argument("--no-stand-in", action="store_true",
                         help="refuse to provide vLLM stand-in modules when vllm is missing")
+    parser.add_argument("--call-timeout", type=_seconds, default=DEFAULT_CALL_TIMEOUT,
+                        metavar="SECONDS",
+                        help=f"time limit of one policy call (default {DEFAULT_CALL_TIMEOUT:g}; "
+                        "0 turns it off)")
+    parser.add_argument("--known-failing", metavar="FILE",
+                        help="requirement ids the policy is known to break (one per line, "
+                        "# comments); a listed id that passes fails the run")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=run)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    # A time limit (SIGTERM) ends the run like Ctrl-C: with a report.
+    raise KeyboardInterrupt
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,6 +87,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.capacity < 1:
         raise UsageError("--capacity must be at least 1")
+    known: tuple[list[Any], list[str]] | None = None
+    if args.known_failing:
+        from policyspec.known_failing import read_known_failing
+
+        try:
+            known = read_known_failing(args.known_failing)
+        except OSError as exc:
+            raise UsageError(f"--known-failing: cannot read {args.known_failing}: "
+                             f"{exc.strerror or exc}") from None
     try:
         subject = load_subject(args.target, stand_in=not args.no_stand_in, api=args.api)
     except TargetError as exc:
@@ -74,16 +106,25 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"[policyspec] {message}", file=sys.stderr, flush=True)
 
-    report = run_check(
-        subject,
-        profile,
-        budget=args.budget,
-        seed=args.seed,
-        strict=args.strict,
-        engines=args.engines,
-        capacity=args.capacity,
-        progress=progress,
-    )
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        report = run_check(
+            subject,
+            profile,
+            budget=args.budget,
+            seed=args.seed,
+            strict=args.strict,
+            engines=args.engines,
+            capacity=args.capacity,
+            progress=progress,
+            call_timeout=args.call_timeout,
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if known is not None:
+        from policyspec.known_failing import apply_known_failing
+
+        apply_known_failing(report, *known)
     if args.json_report:
         write_atomic(args.json_report, dumps(report))
     if args.junit_xml:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from policyspec.engines.replay import failure_of
-from policyspec.harness import CallerContractError, ConformanceFailure, Lockstep
+from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
 from policyspec.profiles import Profile
@@ -40,7 +40,7 @@ def culprit(
         harness = Lockstep(subject, profile, capacity, observe=False)
         try:
             harness.run(trace[:end])
-        except (ConformanceFailure, CallerContractError):
+        except (ConformanceFailure, CallerContractError, Aborted):
             return requirement
         if _order_differs(harness):
             return _culprit_of(trace[end - 1], refinement.culprit)

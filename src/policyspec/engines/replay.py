@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from policyspec.harness import CallerContractError, ConformanceFailure, Lockstep
+from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
@@ -29,6 +29,8 @@ def failure_of(
         harness.run(trace)
     except ConformanceFailure as failure:
         return failure
+    except Aborted as aborted:
+        return aborted.failure
     except CallerContractError:
         return None
     return harness.soft[0] if harness.soft else None

@@ -28,7 +28,7 @@ from hypothesis.stateful import (
 
 from policyspec.engines.render import describe
 from policyspec.engines.result import EngineRun, Finding
-from policyspec.harness import ConformanceFailure, Lockstep
+from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
@@ -219,6 +219,8 @@ def run_machine(
         index += 1
         try:
             test()
+        except Aborted as aborted:
+            _record(result, aborted.failure, engine)
         except ConformanceFailure as failure:
             _record(result, failure, engine, shrunk=True)
         except BaseExceptionGroup as group:

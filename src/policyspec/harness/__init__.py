@@ -1,6 +1,11 @@
 """The harness: drives a policy and the model in lockstep, plays the manager."""
 
-from policyspec.harness.failures import CallerContractError, ConformanceFailure, failure_type
+from policyspec.harness.failures import (
+    Aborted,
+    CallerContractError,
+    ConformanceFailure,
+    failure_type,
+)
 from policyspec.harness.lockstep import Lockstep
 
-__all__ = ["CallerContractError", "ConformanceFailure", "Lockstep", "failure_type"]
+__all__ = ["Aborted", "CallerContractError", "ConformanceFailure", "Lockstep", "failure_type"]

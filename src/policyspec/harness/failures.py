@@ -11,7 +11,7 @@ from functools import cache
 
 from policyspec.model.actions import Action
 
-__all__ = ["CallerContractError", "ConformanceFailure", "failure_type"]
+__all__ = ["Aborted", "CallerContractError", "ConformanceFailure", "failure_type"]
 
 
 class ConformanceFailure(AssertionError):
@@ -35,3 +35,12 @@ def failure_type(requirement: str) -> type[ConformanceFailure]:
 class CallerContractError(Exception):
     """An engine asked for a call the caller contract forbids: a bug in
     policyspec, never in the policy under test."""
+
+
+class Aborted(BaseException):
+    """Stops an engine at once, past Hypothesis's shrinking, carrying the
+    failure: used when replaying would be too costly (a call that hangs)."""
+
+    def __init__(self, failure: ConformanceFailure) -> None:
+        super().__init__(str(failure))
+        self.failure = failure

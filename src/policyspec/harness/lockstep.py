@@ -9,11 +9,19 @@ requirement broken.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable
+from time import monotonic
 from typing import Any
 
-from policyspec.harness.failures import CallerContractError, ConformanceFailure, failure_type
+from policyspec.harness.failures import (
+    Aborted,
+    CallerContractError,
+    ConformanceFailure,
+    failure_type,
+)
+from policyspec.harness.watchdog import CallTimeout
+from policyspec.harness.watchdog import current as _watch
 from policyspec.model import operations as ops
 from policyspec.model.actions import Action, Primitive, expand, is_legal
 from policyspec.model.evict import commit_evict, evict_violation
@@ -78,6 +86,15 @@ class Lockstep:
         self._real: dict[int, Hashable] = {}
         self._model: dict[Hashable, int] = {}
         self._next_block_id = 0
+        self.allocator: Callable[[int], int] | None = None
+        """Where insert takes a new block's id (called with the model key);
+        None numbers blocks 0, 1, 2, ... The manager engine plugs its id pool
+        in here, so that ids are handed out as vLLM's manager does (C1)."""
+        self.last_evict: object = None
+        """The policy's raw answer to the last evict call, before any check
+        (None also when the call raised): the manager engine frees ids from
+        it as vLLM's manager would, whatever the checks made of it."""
+        self._given: deque[tuple[str, Any, Any]] = deque(maxlen=16)
 
     # -- keys ---------------------------------------------------------------
 
@@ -96,6 +113,18 @@ class Lockstep:
             return self._model.get(real)
         except TypeError:  # unhashable
             return None
+
+    def _show(self, value: object) -> str:
+        """An argument as the report shows it: real keys by their model
+        number (``key 3``), containers of keys as model numbers too."""
+        if isinstance(value, list | tuple | set | frozenset):
+            numbers = [self.model_key(v) for v in value]
+            if all(n is not None for n in numbers):
+                shown = ", ".join(str(n) for n in (sorted(numbers) if isinstance(  # type: ignore[type-var]
+                    value, set | frozenset) else numbers))
+                return "{" + shown + "}" if isinstance(value, set | frozenset) else f"[{shown}]"
+        number = self.model_key(value)
+        return f"key {number}" if number is not None else repr(value)
 
     # -- driving ------------------------------------------------------------
 
@@ -117,6 +146,8 @@ class Lockstep:
     def _fail(self, requirement: str, message: str) -> None:
         failure = failure_type(requirement)(requirement, message, tuple(self.trace))
         if self.fatal(requirement):
+            if requirement == "API-RETURNS":
+                raise Aborted(failure)  # replays would hang again: no shrinking here
             raise failure
         if all(f.requirement != requirement for f in self.soft):
             self.soft.append(failure)
@@ -124,20 +155,32 @@ class Lockstep:
     def _call(self, op: str, method: Callable[..., Any], *args: Any) -> Any:
         self.calls += 1
         self.checked["API-NO-RAISE"] += 1
+        self.checked["API-RETURNS"] += 1
+        watch = _watch
+        watch.op, watch.since = op, monotonic()
         try:
             return method(*args)
-        except (KeyboardInterrupt, SystemExit, MemoryError):
+        except CallTimeout:
+            watch.op = None
+            shown = ", ".join(self._show(a) for a in args)
+            self._fail(
+                "API-RETURNS",
+                f"{op}({shown}) did not return within the call time limit; the spec requires "
+                "every call to return",
+            )
+            raise _Stop from None
+        except (KeyboardInterrupt, MemoryError, ConformanceFailure):
             raise
-        except ConformanceFailure:
-            raise
-        except Exception as exc:  # the policy's own fault becomes a verdict
-            shown = ", ".join(_show(a) for a in args)
+        except (Exception, SystemExit) as exc:  # the policy's own fault becomes a verdict
+            shown = ", ".join(self._show(a) for a in args)
             self._fail(
                 "API-NO-RAISE",
                 f"{op}({shown}) raised {type(exc).__name__}: {exc}; the call meets the "
                 "caller contract, so the spec requires it to return normally",
             )
             raise _Stop from exc
+        finally:
+            watch.op = None
 
     def _primitive(self, call: Primitive) -> object:
         op = call[0]
@@ -161,8 +204,11 @@ class Lockstep:
         self.state.refs[k] = ref
 
     def _do_insert(self, k: int, ref: int) -> None:
-        block_id = self._next_block_id
-        self._next_block_id += 1
+        if self.allocator is None:
+            block_id = self._next_block_id
+            self._next_block_id += 1
+        else:
+            block_id = self.allocator(k)
         block = self.subject.make_block(ref, block_id)
         self.known.add(k)
         self._call("insert", self.policy.insert, self.key(k), block)
@@ -181,7 +227,10 @@ class Lockstep:
 
     def _do_touch(self, keys: tuple[int, ...]) -> None:
         self.known.update(keys)
-        self._call("touch", self.policy.touch, [self.key(k) for k in keys])
+        given = [self.key(k) for k in keys]
+        original = list(given)
+        self._call("touch", self.policy.touch, given)
+        self._keep_given("touch", given, original)
         self.checked["TOUCH-TOTAL"] += 1
         if self.refinement:
             self.ext = self.refinement.touch(self.ext, self.state, keys)
@@ -220,7 +269,11 @@ class Lockstep:
     def _do_evict(self, n: int, protected: frozenset[int]) -> object:
         self.known.update(protected)
         real_protected = {self.key(k) for k in protected}
+        original = set(real_protected)
+        self.last_evict = None
         result = self._call("evict", self.policy.evict, n, real_protected)
+        self.last_evict = result
+        self._keep_given("evict", real_protected, original)
         victims = self._victims(n, protected, result)
         self._judge_evict(n, protected, victims)
         return result
@@ -307,6 +360,22 @@ class Lockstep:
 
     # -- observation ----------------------------------------------------------
 
+    def _keep_given(self, op: str, given: object, copy: object) -> None:
+        """Remember the last few argument containers handed to the policy and
+        check that none of them has changed (API-ARGS-UNCHANGED), now or
+        later through a reference the policy kept."""
+        self.checked["API-ARGS-UNCHANGED"] += 1
+        self._given.append((op, given, copy))
+        for name, container, original in self._given:
+            if container != original:
+                self._given.clear()
+                self._fail(
+                    "API-ARGS-UNCHANGED",
+                    f"the {'keys list' if name == 'touch' else 'protected set'} given to "
+                    f"{name} was changed by the policy (now {len(container)} items, was "
+                    f"{len(original)}); the spec forbids mutating it",
+                )
+
     def _forget(self, k: int) -> None:
         self.blocks.pop(k, None)
         self.written.pop(k, None)
@@ -355,12 +424,6 @@ class Lockstep:
 
 class _Stop(Exception):
     """A soft failure ended this call early; the model was not advanced."""
-
-
-def _show(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.hex()[:8] + "…"
-    return repr(value)
 
 
 def _show_keys(keys: Iterable[int]) -> str:

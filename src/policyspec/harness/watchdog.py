@@ -1,0 +1,93 @@
+"""Per-call time limit: a watchdog thread ends a policy call that does not
+return (API-RETURNS).
+
+The harness marks every policy call (``enter``/``leave``: two attribute
+writes, cheap enough for the fast engine). The watchdog wakes a few times
+per limit; when one call has been running for longer than the limit it
+sends SIGALRM to the main thread, whose handler raises ``CallTimeout``
+inside the policy's code. Only available on the main thread of a POSIX
+process; elsewhere the limit is not enforced (and the report says so).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from types import FrameType, TracebackType
+
+__all__ = ["CallTimeout", "Watchdog", "current"]
+
+
+class CallTimeout(BaseException):
+    """Raised inside a policy call that overran the limit. A BaseException so
+    that a policy's ``except Exception`` cannot swallow it."""
+
+
+class _Current:
+    """What the harness is doing right now (shared with the watchdog)."""
+
+    __slots__ = ("limit", "op", "since")
+
+    def __init__(self) -> None:
+        self.op: str | None = None
+        self.since = 0.0
+        self.limit = 0.0
+        """Seconds a call may take; the watchdog reads it on every tick, so
+        it can be lowered while a hang is being shrunk."""
+
+
+current = _Current()
+
+
+class Watchdog:
+    """Context manager enforcing ``limit`` seconds per policy call."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.enforced = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._previous: object = None
+
+    def __enter__(self) -> Watchdog:
+        if (
+            self.limit > 0
+            and hasattr(signal, "pthread_kill")
+            and threading.current_thread() is threading.main_thread()
+        ):
+            self._previous = signal.signal(signal.SIGALRM, _raise_timeout)
+            self._thread = threading.Thread(
+                target=self._watch, args=(threading.main_thread().ident,), daemon=True,
+                name="policyspec-watchdog",
+            )
+            current.limit = self.limit
+            self._thread.start()
+            self.enforced = True
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            signal.signal(signal.SIGALRM, self._previous)  # type: ignore[arg-type]
+        current.op = None
+
+    def _watch(self, main_ident: int | None) -> None:
+        tick = min(0.1, self.limit / 4)
+        while not self._stop.wait(tick):
+            op, since = current.op, current.since
+            late = time.monotonic() - since > current.limit
+            if op is not None and main_ident is not None and late:
+                signal.pthread_kill(main_ident, signal.SIGALRM)
+                current.since = time.monotonic()  # re-arm if the policy swallows it
+
+
+def _raise_timeout(signum: int, frame: FrameType | None) -> None:
+    if current.op is not None:
+        raise CallTimeout(current.op)

@@ -1,0 +1,72 @@
+"""``--known-failing FILE``: requirements a policy is known to break.
+
+One requirement id per line, ``#`` starts a comment. A listed requirement
+that fails is reported as an expected failure (``xfail``) and does not fail
+the run. A listed requirement that now passes is stale: it fails the run,
+naming the line, so the list cannot rot. An id the registry does not know
+is a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from policyspec.registry import load_registry
+from policyspec.report import FAIL, PASS, XFAIL, Report
+
+__all__ = ["KnownFailing", "apply_known_failing", "read_known_failing"]
+
+
+@dataclass(frozen=True)
+class KnownFailing:
+    requirement: str
+    path: str
+    line: int
+
+
+def read_known_failing(path: str) -> tuple[list[KnownFailing], list[str]]:
+    """The entries of FILE and warnings for ids the registry does not know.
+    Raises OSError when the file cannot be read."""
+    text = Path(path).read_text(encoding="utf-8")
+    registry = load_registry()
+    entries: list[KnownFailing] = []
+    warnings: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        requirement = raw.split("#", 1)[0].strip()
+        if not requirement:
+            continue
+        if requirement not in registry:
+            warnings.append(f"{path}:{number}: {requirement} matches no requirement")
+            continue
+        entries.append(KnownFailing(requirement, path, number))
+    return entries, warnings
+
+
+def apply_known_failing(report: Report, entries: list[KnownFailing], warnings: list[str]) -> None:
+    """Turn listed failures into xfail, stale entries into errors of the run,
+    and recompute the verdict."""
+    listed = {e.requirement: e for e in entries}
+    report.notes.extend(f"warning: {w}" for w in warnings)
+    stale: list[str] = []
+    for status in report.requirements:
+        entry = listed.get(status.id)
+        if entry is None:
+            continue
+        if status.status == FAIL:
+            status.status, status.reason = XFAIL, f"known failing ({entry.path}:{entry.line})"
+        elif status.status == PASS:
+            stale.append(
+                f"{entry.path}:{entry.line}: {status.id} is listed as known failing but passes "
+                "now; remove the line"
+            )
+    report.failures = [f for f in report.failures if f.requirement not in listed]
+    report.notes.extend(stale)
+    if report.verdict in ("error", "interrupted"):
+        return
+    failing = {s.id for s in report.requirements if s.status == FAIL}
+    levels = {f.level for f in report.failures if f.requirement in failing}
+    strict_fail = report.stats.get("strict") and "SHOULD" in levels
+    report.verdict = "fail" if stale or "MUST" in levels or strict_fail else "pass"
+    if stale:
+        report.stats["stale_known_failing"] = stale

@@ -1,0 +1,9 @@
+"""hostile: EVICT-SHAPE. evict returns keys instead of (key, block) pairs."""
+
+from policyspec.reference import LRUCachePolicy
+
+
+class Policy(LRUCachePolicy):  # type: ignore[type-arg]
+    def evict(self, n, protected):  # type: ignore[no-untyped-def]
+        result = super().evict(n, protected)
+        return None if result is None else [key for key, _ in result]
