@@ -14,7 +14,7 @@ from typing import cast
 from policyspec.engines import ENGINES, Engine, EngineRun, Finding
 from policyspec.engines.explain import culprit
 from policyspec.engines.render import describe, repro
-from policyspec.engines.replay import fails_with
+from policyspec.engines.replay import fails_with, failure_of
 from policyspec.engines.shrink import shrink
 from policyspec.harness import Aborted
 from policyspec.harness.watchdog import Watchdog
@@ -139,8 +139,15 @@ def _minimise(subject: Subject, profile: Profile, capacity: int, finding: Findin
             watch.limit = saved
     elif not finding.shrunk:
         trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement))
+    message = finding.message
+    if trace != finding.trace:
+        # The message must describe the minimal trace, not the first one found.
+        again = failure_of(subject, profile, capacity, trace,
+                           fatal=lambda r: r == finding.requirement)
+        if again is not None and again.requirement == finding.requirement:
+            message = again.message
     requirement = culprit(subject, profile, capacity, trace, finding.requirement)
-    return Finding(requirement, finding.message, trace, finding.engine, True)
+    return Finding(requirement, message, trace, finding.engine, True)
 
 
 def _report(
