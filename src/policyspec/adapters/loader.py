@@ -1,0 +1,185 @@
+"""From a target string or a class to a ``Subject`` the engines can drive.
+
+Order of work, each step before anything of the policy runs: parse the
+target; import it (vLLM stand-ins installed only if vLLM is absent and
+allowed); find the class; arm the placeholders; detect (or take the forced)
+API revision; check signatures statically (missing core methods are a
+``TargetError``, other mismatches become notes); check that the class is
+built as ``Class(cache_capacity=N)``; then wrap it for the seed API.
+"""
+
+from __future__ import annotations
+
+import inspect
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+from policyspec.adapters import standins
+from policyspec.adapters.blocks import block_factory, block_type, req_context_class
+from policyspec.adapters.errors import TargetError
+from policyspec.adapters.revisions import FORK_HOOKS, block_kind, detect
+from policyspec.adapters.seed import adapt
+from policyspec.adapters.standins.placeholders import LoadRecord
+from policyspec.adapters.target import import_target, parse_target, resolve_class
+from policyspec.protocols import API_NAMES, check_signatures, own_member
+from policyspec.subject import SeedPolicy, Subject, offload_key
+
+__all__ = ["load_subject", "subject_for_class"]
+
+_REQUEST_ID = "policyspec-req-0"
+
+
+def load_subject(
+    target: str, *, stand_in: bool = True, api: str | None = None, capacity_probe: int = 4
+) -> Subject:
+    """The Subject for ``pkg.module:Class`` or ``path/to/file.py:Class``.
+
+    ``stand_in=False`` never installs the vLLM stand-ins (a file that needs
+    vLLM then fails with a TargetError when vLLM is absent); ``api`` forces
+    an API revision (``--api``). Raises TargetError for every user mistake.
+    """
+    parsed = parse_target(target)
+    _check_api(api)
+    notes: list[str] = []
+    guard: AbstractContextManager[LoadRecord | None] = (
+        standins.installed() if stand_in else nullcontext(None)
+    )
+    with guard as record:
+        module = import_target(parsed)
+        cls = resolve_class(module, parsed)
+        if record is not None:
+            record.arm()
+            notes.append("vLLM is not installed: the policy ran against policyspec's stand-ins")
+            if record.names:
+                notes.append(_placeholder_note(record.names))
+        elif standins.vllm_importable() and _uses_vllm(module):
+            notes.append("vLLM is installed: the policy ran against its own modules")
+        return _subject(cls, api, target, capacity_probe, notes)
+
+
+def subject_for_class(cls: type, *, api: str | None = None, capacity_probe: int = 4) -> Subject:
+    """The Subject for a class given directly (pytest plugin, library use)."""
+    if not isinstance(cls, type):
+        raise TargetError(f"{cls!r} is not a class")
+    _check_api(api)
+    name = f"{cls.__module__}:{cls.__qualname__}"
+    return _subject(cls, api, name, capacity_probe, [])
+
+
+def _check_api(api: str | None) -> None:
+    if api is not None and api not in API_NAMES:
+        raise TargetError(f"unknown API revision {api!r}; known: {', '.join(API_NAMES)}")
+
+
+def _uses_vllm(module: object) -> bool:
+    return any(
+        getattr(v, "__module__", "").startswith("vllm") or getattr(v, "__name__", "") == "vllm"
+        for v in vars(module).values()
+    )
+
+
+def _placeholder_note(names: list[str]) -> str:
+    shown = [n for n in names if not any(o.startswith(n + ".") for o in names)]
+    return (
+        "vLLM names the stand-ins do not model are inert placeholders: "
+        f"{', '.join(shown)} (using one during the check fails naming it)"
+    )
+
+
+def _subject(
+    cls: type, api: str | None, name: str, capacity_probe: int, notes: list[str]
+) -> Subject:
+    label = cls.__qualname__
+    found = detect(cls)
+    chosen = api or found.api
+    if api is None:
+        notes.insert(0, f"API revision {chosen} detected: {found.reason}")
+    else:
+        notes.insert(
+            0, f"API revision {chosen} forced (detection says {found.api}: {found.reason})"
+        )
+    problems = check_signatures(cls, chosen)
+    missing = [p.method for p in problems if p.kind == "missing"]
+    if missing:
+        raise TargetError(
+            f"{label} lacks {', '.join(missing)}, required by API revision {chosen} "
+            f"(define them, {_revision_hint(chosen)})"
+        )
+    notes.extend(p.message for p in problems)
+    probe_note = _check_constructor(cls, label, capacity_probe)
+    if probe_note:
+        notes.append(probe_note)
+
+    capabilities = set()
+    if own_member(cls, "clear") is not None:
+        capabilities.add("clear")
+    elif not any(p.method == "clear" for p in problems):
+        notes.append(f"{label} has no clear(): requirements that need clear do not apply")
+    if own_member(cls, "mark_evictable") or own_member(cls, "mark_non_evictable"):
+        capabilities.add("mark")
+    else:
+        notes.append(
+            f"{label} defines no mark_evictable / mark_non_evictable: eligibility follows "
+            "ref_cnt, and requirements that need mark do not apply"
+        )
+    if found.hooks:
+        notes.append(f"hooks the policy defines: {', '.join(found.hooks)}")
+    if found.fork_hooks:
+        forks = ", ".join(f"{h} ({FORK_HOOKS[h]})" for h in found.fork_hooks)
+        notes.append(f"fork-variant methods seen, not called: {forks}")
+
+    kind = block_kind(cls, chosen)
+    make_block = block_factory(block_type(cls, chosen, kind))
+    if kind == "chunk":
+        notes.append("blocks are ChunkStatus records (chunk_id)")
+    return Subject(
+        name=name,
+        build=_builder(cls, chosen, own_member(cls, "evict_until") is not None),
+        make_block=make_block,
+        make_key=offload_key,
+        api=chosen,
+        capabilities=frozenset(capabilities),
+        notes=tuple(notes),
+    )
+
+
+def _revision_hint(api: str) -> str:
+    return "or use --api to name the revision the class targets"
+
+
+def _builder(cls: type, api: str, has_evict_until: bool) -> Any:
+    ctx_cls = req_context_class()
+
+    def build(capacity: int) -> SeedPolicy:
+        policy = cls(cache_capacity=capacity)
+        return adapt(policy, api, ctx_cls(_REQUEST_ID), has_evict_until=has_evict_until)
+
+    return build
+
+
+def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
+    """TargetError when ``cls(cache_capacity=N)`` cannot even be called;
+    a note when building it raises (the check reports that as a fault)."""
+    try:
+        signature: inspect.Signature | None = inspect.signature(cls)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(cache_capacity=capacity)
+        except TypeError:
+            raise TargetError(
+                f"{label}{signature} does not accept cache_capacity: vLLM builds every "
+                f"policy as {label}(cache_capacity=N)"
+            ) from None
+    try:
+        cls(cache_capacity=capacity)
+    except TypeError as exc:
+        if exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
+            raise TargetError(
+                f"{label}(cache_capacity={capacity}) cannot be built: {exc}"
+            ) from None
+        return f"building {label}(cache_capacity={capacity}) raised TypeError: {exc}"
+    except (Exception, SystemExit) as exc:
+        return f"building {label}(cache_capacity={capacity}) raised {type(exc).__name__}: {exc}"
+    return None

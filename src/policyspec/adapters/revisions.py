@@ -1,0 +1,140 @@
+"""Which API revision a policy class implements, read from the methods and
+parameter lists the class itself defines (never from the defaults of the
+``CachePolicy`` it derives from).
+
+The newest feature present decides, because revisions only ever add to the
+interface: R8 hooks, then R7b's ``deprioritized``, R6's session arguments,
+R7's ``evict_until`` or chunks, R4's ``req_context`` in ``touch``, R3's
+``mark_*``, R2's ``clear``; without any of them the home of the base class
+(or ``block_hash`` parameter names) tells R-1, R0 and R1 apart. Methods of
+fork-only variants are listed, never required (CONTRACT.md section 1).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from policyspec.protocols import REVISIONS, CallShape, call_shape, own_member
+
+__all__ = ["FORK_HOOKS", "Detection", "block_kind", "detect"]
+
+FORK_HOOKS = {
+    "demote": "Starwaves1 / abcd19886 forks",
+    "iter_evictable": "Starwaves1 fork",
+    "on_new_request": "T4t4KAU fork",
+    "is_empty": "coltonottley fork",
+    "select_evict_until": "coltonottley fork",
+    "export_state": "ophirazulai hot-swap fork",
+    "import_state": "ophirazulai hot-swap fork",
+    "record_write_error": "ophirazulai hot-swap fork",
+    "on_request_access": "ztysth fork",
+    "iter_keys": "aphrodite fork",
+    "mark_gpu_resident": "aphrodite fork",
+    "mark_gpu_evicted": "aphrodite fork",
+    "segment_counts": "aphrodite fork",
+    "set_gpu_residency_aware": "aphrodite fork",
+}
+"""Methods only fork variants define, and where they come from."""
+
+_LATER_HOOKS = (
+    "record_lookup",
+    "open_session",
+    "close_session",
+    "on_request_finished",
+    "on_store_miss",
+    "evict_until",
+)
+
+
+@dataclass(frozen=True)
+class Detection:
+    api: str
+    reason: str
+    hooks: tuple[str, ...]
+    """Hooks of later revisions the class defines itself."""
+    fork_hooks: tuple[str, ...]
+
+
+def _shape(cls: type, name: str) -> CallShape | None:
+    member = own_member(cls, name)
+    return None if member is None else call_shape(member)
+
+
+def _home(cls: type) -> str:
+    """The vLLM module the class's stand-in or real CachePolicy came from."""
+    for klass in cls.__mro__:
+        home = klass.__dict__.get("_policyspec_standin")
+        if isinstance(home, str) and klass.__name__ == "CachePolicy":
+            return home
+        if klass.__name__ == "CachePolicy" and klass.__module__.startswith("vllm."):
+            return klass.__module__
+    return ""
+
+
+def detect(cls: type) -> Detection:
+    """The revision ``cls`` implements and the evidence for it."""
+    hooks = tuple(h for h in _LATER_HOOKS if own_member(cls, h) is not None)
+    forks = tuple(h for h in FORK_HOOKS if own_member(cls, h) is not None)
+    api, reason = _decide(cls, set(hooks))
+    return Detection(api, reason, hooks, forks)
+
+
+def _decide(cls: type, hooks: set[str]) -> tuple[str, str]:
+    touch = _shape(cls, "touch")
+    evict = _shape(cls, "evict")
+    finished = _shape(cls, "on_request_finished")
+    extra = evict.names[2 : evict.required] if evict else ()
+    if "on_store_miss" in hooks or (finished is not None and finished.required >= 4):
+        return "R8", "it defines R8's request hooks (on_store_miss / on_request_finished)"
+    if extra and extra[0] == "deprioritized":
+        return "R7b", "evict takes (n, protected, deprioritized)"
+    if extra and extra[0] == "req_id":
+        return "R6-draft", "evict takes (n, protected, req_id, start_pos)"
+    if len(extra) == 2 or "open_session" in hooks:
+        return "R6", "evict takes (n, protected, req_context, num_blocks_in_cache)"
+    if "evict_until" in hooks or block_kind(cls, None) == "chunk":
+        return "R7", "it implements evict_until or stores chunks"
+    if touch is not None and touch.required >= 2:
+        if _optional_none(cls):
+            return "R8", "touch takes (keys, req_context | None)"
+        return "R4", "touch takes (keys, req_context)"
+    if own_member(cls, "mark_evictable") or own_member(cls, "mark_non_evictable"):
+        return "R3", "it defines mark_evictable / mark_non_evictable"
+    if own_member(cls, "clear") is not None:
+        return "R2", "it defines clear()"
+    home = _home(cls)
+    get = _shape(cls, "get")
+    if home.endswith("cpu_manager") or (get is not None and get.names[:1] == ("block_hash",)):
+        return "R-1", "it is keyed by block_hash (CachePolicy from cpu_manager)"
+    if home.endswith("policies.abstract"):
+        return "R0", "its CachePolicy comes from policies.abstract"
+    return "R1", "it has the six original methods only"
+
+
+def _optional_none(cls: type) -> bool:
+    """True when touch annotates its req_context as optional (R8)."""
+    member = own_member(cls, "touch")
+    annotations = getattr(member, "__annotations__", {})
+    text = str(annotations.get("req_context", ""))
+    return "None" in text or "Optional" in text
+
+
+def block_kind(cls: type, api: str | None) -> str:
+    """"chunk" when the class works on ``ChunkStatus``, else "block": read
+    from what its module imported, then from ``insert``'s parameter name,
+    then from the revision."""
+    module = sys.modules.get(cls.__module__)
+    names = vars(module) if module is not None else {}
+    has_chunk, has_block = "ChunkStatus" in names, "BlockStatus" in names
+    if has_chunk != has_block:
+        return "chunk" if has_chunk else "block"
+    insert = _shape(cls, "insert")
+    if insert is not None and len(insert.names) > 1:
+        if insert.names[1] == "chunk":
+            return "chunk"
+        if insert.names[1] == "block":
+            return "block"
+    if api is not None and REVISIONS[api].chunks:
+        return "chunk"
+    return "block"

@@ -1,0 +1,186 @@
+"""Make a policy of any revision speak the seed (R3) API the engines drive.
+
+``adapt`` returns the policy itself when its calls already have the seed
+shapes (R-1..R3: ``clear`` and ``mark_*`` are gated by capabilities, not
+adapted). Otherwise it returns a ``SeedAdapter`` whose methods are the
+policy's own bound methods where the shapes agree and one small closure
+where they do not, so the wrapper costs one extra call at most:
+
+* R4, R5, R7, R8: ``touch(keys)`` -> ``touch(keys, req_context)``;
+* R7b: ``evict(n, p)`` -> ``evict(n, p, set())`` (nothing deprioritized);
+* R6 / R6-draft: ``evict(n, p)`` -> ``evict(n, p, req_context, depth)`` and
+  every ``insert`` inside ``open_session(req_context, depth)`` /
+  ``close_session()``, as the manager brackets its insert loop. A harness
+  that wants one session per store batch calls ``begin_store(keys)`` before
+  the batch's eviction and ``end_store()`` after its inserts; ``depth`` is
+  then the number of offered keys already cached before the first missing
+  one (the batch's prefix depth), otherwise 0 and one session per insert.
+
+``req_context`` is a vLLM ``ReqContext`` the harness may replace
+(``use_request(req_id)``); ``evict_until`` is exposed when the policy
+defines it; ``policy`` is the wrapped object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
+
+from policyspec.subject import SeedPolicy
+
+__all__ = ["SeedAdapter", "adapt", "unwrap"]
+
+_TOUCH_CONTEXT = frozenset({"R4", "R5", "R6", "R6-draft", "R7", "R7b", "R8"})
+_SESSIONS = frozenset({"R6", "R6-draft"})
+
+
+def _no_op(*_args: Any) -> None:
+    return None
+
+
+class SeedAdapter:
+    """A policy of a later revision seen through the seed API (module doc)."""
+
+    __slots__ = (
+        "_depth",
+        "_open",
+        "_pending",
+        "clear",
+        "evict",
+        "evict_until",
+        "get",
+        "insert",
+        "mark_evictable",
+        "mark_non_evictable",
+        "policy",
+        "remove",
+        "req_context",
+        "revision",
+        "touch",
+    )
+
+    policy: Any
+    revision: str
+    req_context: Any
+    get: Callable[[Any], Any]
+    insert: Callable[[Any, Any], None]
+    remove: Callable[[Any], None]
+    touch: Callable[[Iterable[Any]], None]
+    evict: Callable[[int, Collection[Any]], Any]
+    clear: Callable[[], None]
+    mark_evictable: Callable[[Any], None]
+    mark_non_evictable: Callable[[Any], None]
+    evict_until: Callable[[Callable[[list[Any]], bool], Collection[Any]], Any]
+
+    def __init__(self, policy: Any, revision: str, req_context: Any) -> None:
+        self.policy = policy
+        self.revision = revision
+        self.req_context = req_context
+        self._depth = 0
+        self._open = False
+        self._pending = False
+
+    def use_request(self, req_id: str) -> None:
+        """Make later calls come from request ``req_id`` (a fresh context)."""
+        self.req_context = type(self.req_context)(req_id)
+
+    def begin_store(self, keys: Iterable[Any]) -> None:
+        """R6: a store batch offering ``keys`` starts (before its eviction)."""
+        self.end_store()
+        depth = 0
+        get = self.policy.get
+        for key in keys:
+            if get(key) is None:
+                break
+            depth += 1
+        self._depth = depth
+        self._pending = True
+
+    def end_store(self) -> None:
+        """R6: the store batch's inserts are done; close its session."""
+        self._pending = False
+        self._depth = 0
+        if self._open:
+            self._open = False
+            close = getattr(self.policy, "close_session", None)
+            if close is not None:
+                close()
+
+    def __repr__(self) -> str:
+        return f"SeedAdapter({self.policy!r}, revision={self.revision!r})"
+
+
+def unwrap(policy: object) -> object:
+    """The policy object behind a seed-API view."""
+    return policy.policy if isinstance(policy, SeedAdapter) else policy
+
+
+def adapt(
+    policy: Any,
+    revision: str,
+    req_context: Any,
+    *,
+    has_evict_until: bool = False,
+) -> SeedPolicy:
+    """``policy`` seen through the seed API (module doc)."""
+    touch_ctx = revision in _TOUCH_CONTEXT
+    if not touch_ctx and revision not in _SESSIONS:
+        seed: SeedPolicy = policy
+        return seed
+    w = SeedAdapter(policy, revision, req_context)
+    w.get = policy.get
+    w.insert = policy.insert
+    w.remove = policy.remove
+    w.evict = policy.evict
+    for name in ("clear", "mark_evictable", "mark_non_evictable"):
+        setattr(w, name, getattr(policy, name, _no_op))
+    if has_evict_until:
+        w.evict_until = policy.evict_until
+    if touch_ctx:
+        policy_touch = policy.touch
+
+        def touch(keys: Iterable[Any]) -> None:
+            policy_touch(keys, w.req_context)
+
+        w.touch = touch
+    if revision == "R7b":
+        policy_evict = policy.evict
+
+        def evict_plain(n: int, protected: Collection[Any]) -> Any:
+            return policy_evict(n, protected, set())
+
+        w.evict = evict_plain
+    if revision in _SESSIONS:
+        _sessions(w, policy, draft=revision == "R6-draft")
+    return w
+
+
+def _sessions(w: SeedAdapter, policy: Any, *, draft: bool) -> None:
+    policy_evict = policy.evict
+    policy_insert = policy.insert
+    open_session = getattr(policy, "open_session", None)
+    close_session = getattr(policy, "close_session", None)
+
+    def who() -> Any:
+        return w.req_context.req_id if draft else w.req_context
+
+    def evict(n: int, protected: Collection[Any]) -> Any:
+        return policy_evict(n, protected, who(), w._depth)
+
+    def insert(key: Any, block: Any) -> None:
+        if w._open or open_session is None:
+            policy_insert(key, block)
+        elif w._pending:
+            open_session(who(), w._depth)
+            w._open = True
+            policy_insert(key, block)
+        else:
+            open_session(who(), 0)
+            try:
+                policy_insert(key, block)
+            finally:
+                if close_session is not None:
+                    close_session()
+
+    w.evict = evict
+    w.insert = insert

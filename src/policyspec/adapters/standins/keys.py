@@ -1,0 +1,71 @@
+"""Stand-in contents of ``vllm.v1.kv_offload.base`` (and the older
+``...abstract``), ``vllm.v1.core.kv_cache_utils`` and ``vllm.logger``.
+
+Written from the facts in CONTRACT.md: an ``OffloadKey`` is the block-hash
+bytes followed by the KV group index as 4 big-endian unsigned bytes; a
+``ReqContext`` carries the request id (and, since PR #51787, the end-token
+position of each key so policies can order a request's keys).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, NewType
+
+__all__ = [
+    "BlockHash",
+    "OffloadKey",
+    "ReqContext",
+    "get_offload_block_hash",
+    "get_offload_group_idx",
+    "init_logger",
+    "make_offload_key",
+]
+
+OffloadKey = NewType("OffloadKey", bytes)
+BlockHash = NewType("BlockHash", bytes)
+
+_GROUP_BYTES = 4
+
+
+def make_offload_key(block_hash: bytes, group_idx: int) -> OffloadKey:
+    """The key of block ``block_hash`` in KV group ``group_idx``."""
+    return OffloadKey(bytes(block_hash) + group_idx.to_bytes(_GROUP_BYTES, "big", signed=False))
+
+
+def get_offload_block_hash(key: OffloadKey) -> bytes:
+    """The block-hash part of ``key``."""
+    return bytes(key[:-_GROUP_BYTES])
+
+
+def get_offload_group_idx(key: OffloadKey) -> int:
+    """The KV group index of ``key``."""
+    return int.from_bytes(key[-_GROUP_BYTES:], "big", signed=False)
+
+
+@dataclass
+class ReqContext:
+    """What vLLM tells a policy about the request behind a call."""
+
+    req_id: str
+    kv_transfer_params: dict[str, Any] | None = None
+    _state: dict[type, Any] = field(default_factory=dict, repr=False, init=False)
+    _offload_key_positions: dict[bytes, int] = field(default_factory=dict, repr=False, init=False)
+
+    def set_state(self, value: Any) -> None:
+        self._state[type(value)] = value
+
+    def get_state(self, cls: type[Any]) -> Any:
+        return self._state.get(cls)
+
+    def set_offload_key_position(self, key: bytes, end_token: int) -> None:
+        self._offload_key_positions[key] = end_token
+
+    def get_offload_key_position(self, key: bytes) -> int | None:
+        return self._offload_key_positions.get(key)
+
+
+def init_logger(name: str) -> logging.Logger:
+    """vLLM's logger factory, reduced to the standard library's."""
+    return logging.getLogger(name)

@@ -1,0 +1,154 @@
+"""Stand-in contents of ``vllm.v1.kv_offload.cpu.policies.base`` (and of the
+older homes of ``CachePolicy``: ``...policies.abstract``, R0, and
+``vllm.v1.kv_offload.cpu_manager``, R-1).
+
+``BlockStatus`` and ``ChunkStatus`` have vLLM's exact layout (a ctypes
+structure with ``ref_cnt`` int32 and a 64-bit id; built not ready, ref_cnt
+-1). ``CachePolicy`` is one permissive ABC for every revision: the five
+methods every revision requires are abstract, and every hook a revision gives
+a default to has that default here, so a subclass written for any revision
+can be built. Which revision a class implements is decided by
+``policyspec.adapters.revisions`` from the methods the class itself defines,
+never from these defaults.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    "STANDIN_MARK",
+    "BlockStatus",
+    "CachePolicy",
+    "ChunkStatus",
+    "cache_policy_for",
+    "order_request_keys",
+]
+
+STANDIN_MARK = "_policyspec_standin"
+"""Class attribute naming the vLLM module a stand-in class stands for."""
+
+_BASE_HOME = "vllm.v1.kv_offload.cpu.policies.base"
+
+
+class BlockStatus(ctypes.Structure):
+    """Status of one offloaded block: ``ref_cnt`` is -1 while the store is in
+    flight, 0 when idle, and the number of running loads otherwise."""
+
+    _fields_ = [("ref_cnt", ctypes.c_int32), ("block_id", ctypes.c_int64)]
+    _policyspec_standin = _BASE_HOME
+
+    def __init__(self, block_id: int) -> None:
+        super().__init__()
+        self.ref_cnt = -1
+        self.block_id = block_id
+
+    @property
+    def is_ready(self) -> bool:
+        return bool(self.ref_cnt >= 0)
+
+
+class ChunkStatus(ctypes.Structure):
+    """R7's name for the same record, with ``chunk_id`` for ``block_id``."""
+
+    _fields_ = [("ref_cnt", ctypes.c_int32), ("chunk_id", ctypes.c_int64)]
+    _policyspec_standin = _BASE_HOME
+
+    def __init__(self, chunk_id: int) -> None:
+        super().__init__()
+        self.ref_cnt = -1
+        self.chunk_id = chunk_id
+
+    @property
+    def is_ready(self) -> bool:
+        return bool(self.ref_cnt >= 0)
+
+
+class CachePolicy(ABC):
+    """vLLM's policy ABC, as one superset of its revisions (module doc)."""
+
+    _policyspec_standin = _BASE_HOME
+
+    def __init__(self, cache_capacity: int, **kwargs: Any) -> None:
+        self.cache_capacity = cache_capacity
+
+    @abstractmethod
+    def get(self, key: Any) -> Any: ...
+
+    @abstractmethod
+    def insert(self, key: Any, block: Any, *args: Any, **kwargs: Any) -> None: ...
+
+    @abstractmethod
+    def remove(self, key: Any) -> None: ...
+
+    @abstractmethod
+    def touch(self, keys: Iterable[Any], *args: Any, **kwargs: Any) -> None: ...
+
+    @abstractmethod
+    def evict(self, n: int, protected: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+    # R3: eligibility notifications, no-ops by default.
+    def mark_evictable(self, key: Any) -> None:
+        return None
+
+    def mark_non_evictable(self, key: Any) -> None:
+        return None
+
+    # R7: variable-size eviction, only where the policy supports it.
+    def evict_until(self, can_fit: Callable[[list[Any]], bool], protected: Any) -> Any:
+        raise NotImplementedError("this policy does not implement evict_until")
+
+    # R6: session hooks, no-ops by default.
+    def record_lookup(self, key: Any, req_context: Any) -> None:
+        return None
+
+    def open_session(self, *args: Any) -> None:
+        return None
+
+    def close_session(self) -> None:
+        return None
+
+    # R8: request-scoped recency; R6 and forks: a no-op with one argument.
+    def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
+        self.touch(keys, req_context)
+
+    def on_request_finished(self, *args: Any) -> None:
+        if len(args) == 4:  # R8: (key_groups, insertion_only, reused, req_context)
+            key_groups, _insertion_only, _reused, req_context = args
+            for keys in key_groups:
+                self.touch(keys, req_context)
+
+
+def order_request_keys(key_groups: Sequence[Sequence[Any]], req_context: Any) -> list[Any]:
+    """R8 helper: a request's keys of every group as one list, ordered
+    head-to-tail by their recorded end-token positions when all are known."""
+    keys = [key for group in key_groups for key in group]
+    positions = {}
+    for key in keys:
+        position = req_context.get_offload_key_position(key)
+        if position is not None:
+            positions[key] = position
+    if len(positions) == len(keys):
+        keys.sort(key=positions.__getitem__)
+    return keys
+
+
+_VARIANTS: dict[str, type] = {_BASE_HOME: CachePolicy}
+
+
+def cache_policy_for(home: str) -> type:
+    """The stand-in ``CachePolicy`` as imported from module ``home``; each
+    home gets its own subclass so that detection can tell R0 and R-1 files
+    (which import it from older modules) from later ones."""
+    variant = _VARIANTS.get(home)
+    if variant is None:
+        variant = type(
+            "CachePolicy",
+            (CachePolicy,),
+            {STANDIN_MARK: home, "__module__": __name__, "__doc__": CachePolicy.__doc__},
+        )
+        _VARIANTS[home] = variant
+    return variant
