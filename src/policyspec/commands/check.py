@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from typing import Any
@@ -66,6 +67,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--known-failing", metavar="FILE",
                         help="requirement ids the policy is known to break (one per line, "
                         "# comments); a listed id that passes fails the run")
+    parser.add_argument("--hypothesis-db", metavar="DIR",
+                        help="keep Hypothesis's example database here (cache it in CI so "
+                        "failures found once are replayed first)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=run)
 
@@ -106,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"[policyspec] {message}", file=sys.stderr, flush=True)
 
+    if args.hypothesis_db:
+        from policyspec.engines.stateful import DATABASE_ENV
+
+        os.environ[DATABASE_ENV] = args.hypothesis_db
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         report = run_check(

@@ -9,6 +9,7 @@ failure read as a story. Bulk stores let runs reach 40+ keys quickly.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from typing import Any, ClassVar
 from hypothesis import HealthCheck, Phase, Verbosity, note, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.database import ExampleDatabase
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     get_state_machine_test,
@@ -34,7 +35,12 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
 
-__all__ = ["MachineStats", "PolicyMachine", "policy_machine", "run_machine"]
+__all__ = ["DATABASE_ENV", "MachineStats", "PolicyMachine", "policy_machine", "run_machine"]
+
+DATABASE_ENV = "POLICYSPEC_HYPOTHESIS_DB"
+"""A directory for Hypothesis's example database (``check --hypothesis-db``):
+failures found once are replayed first next time, e.g. from a CI cache.
+Unset: no database, so a seed alone decides a run."""
 
 
 @dataclass
@@ -198,6 +204,8 @@ def run_machine(
     same seed gives the same examples in the same order."""
     result = EngineRun(engine=engine)
     started = time.monotonic()
+    if database is None and os.environ.get(DATABASE_ENV):
+        database = DirectoryBasedExampleDatabase(os.environ[DATABASE_ENV])
     index = 0
     while True:
         test = get_state_machine_test(
