@@ -96,9 +96,7 @@ def evaluate(condition: str, bindings: dict[str, Any]) -> bool:
 
 def test_every_contracted_operation_has_an_argument_drawer() -> None:
     contracted = {
-        name
-        for name in operations.__all__
-        if conditions(getattr(operations, name), "post")
+        name for name in operations.__all__ if conditions(getattr(operations, name), "post")
     }
     assert contracted == set(ARGUMENTS)
 

@@ -50,9 +50,7 @@ def protected_sets(
 
 
 @st.composite
-def _states(
-    draw: st.DrawFn, max_keys: int, key_space: int, max_ref: int, quiescent: bool
-) -> State:
+def _states(draw: st.DrawFn, max_keys: int, key_space: int, max_ref: int, quiescent: bool) -> State:
     # ref_cnt 0 is drawn about half the time: idle keys are what evict,
     # touch and mark_* act on, so states rich in them test more.
     ref_cnts = st.one_of(st.just(IDLE), st.integers(min_value=IN_FLIGHT, max_value=max_ref))
@@ -66,7 +64,10 @@ def _states(
         # the 0 but not yet called mark_evictable (or is about to raise it).
         marked = draw(st.lists(st.booleans(), min_size=len(order), max_size=len(order)))
         idle = [key for key, keep in zip(order, marked, strict=True) if keep]
-    return State(refs, idle)
+    # Unbounded, or a cache_capacity the keys fit in (sometimes exactly, so
+    # that a full cache, where insert is not allowed, comes up too).
+    capacity = draw(st.none() | st.integers(min_value=len(refs), max_value=max(max_keys, 1)))
+    return State(refs, idle, capacity)
 
 
 def states(
@@ -75,7 +76,8 @@ def states(
     max_ref: int = DEFAULT_MAX_REF,
 ) -> st.SearchStrategy[State]:
     """Any well-formed state: ref counts in ``-1..max_ref``; the idle list an
-    ordered subset of the keys at ref_cnt 0 (so it may miss some of them)."""
+    ordered subset of the keys at ref_cnt 0 (so it may miss some of them);
+    capacity None or at least the number of keys."""
     if not 0 <= max_keys <= key_space:
         raise ValueError(f"need 0 <= max_keys <= key_space, got {max_keys}, {key_space}")
     return _states(max_keys, key_space, max_ref, quiescent=False)
