@@ -431,7 +431,7 @@ def check_signatures(cls: type, api: str) -> list[SignatureProblem]:
     parameter lists do not accept the revision's call."""
     revision = REVISIONS[api]
     problems: list[SignatureProblem] = []
-    label = getattr(cls, "__qualname__", repr(cls))
+    label = cls.__name__
     for spec in revision.methods:
         member = own_member(cls, spec.name)
         if member is None:

@@ -89,7 +89,7 @@ def _placeholder_note(names: list[str]) -> str:
 def _subject(
     cls: type, api: str | None, name: str, capacity_probe: int, notes: list[str]
 ) -> Subject:
-    label = cls.__qualname__
+    label = cls.__name__
     found = detect(cls)
     chosen = api or found.api
     if api is None:
@@ -101,9 +101,9 @@ def _subject(
     problems = check_signatures(cls, chosen)
     missing = [p.method for p in problems if p.kind == "missing"]
     if missing:
+        how = "forced with --api" if api else "detected; --api forces another"
         raise TargetError(
-            f"{label} lacks {', '.join(missing)}, required by API revision {chosen} "
-            f"(define them, {_revision_hint(chosen)})"
+            f"{label} lacks {', '.join(missing)}, required by API revision {chosen} ({how})"
         )
     notes.extend(p.message for p in problems)
     probe_note = _check_constructor(cls, label, capacity_probe)
@@ -122,6 +122,8 @@ def _subject(
             f"{label} defines no mark_evictable / mark_non_evictable: eligibility follows "
             "ref_cnt, and requirements that need mark do not apply"
         )
+    if own_member(cls, "evict_until") is not None:
+        capabilities.add("evict_until")
     if found.hooks:
         notes.append(f"hooks the policy defines: {', '.join(found.hooks)}")
     if found.fork_hooks:
@@ -134,17 +136,13 @@ def _subject(
         notes.append("blocks are ChunkStatus records (chunk_id)")
     return Subject(
         name=name,
-        build=_builder(cls, chosen, own_member(cls, "evict_until") is not None),
+        build=_builder(cls, chosen, "evict_until" in capabilities),
         make_block=make_block,
         make_key=offload_key,
         api=chosen,
         capabilities=frozenset(capabilities),
         notes=tuple(notes),
     )
-
-
-def _revision_hint(api: str) -> str:
-    return "or use --api to name the revision the class targets"
 
 
 def _builder(cls: type, api: str, has_evict_until: bool) -> Any:

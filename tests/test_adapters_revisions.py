@@ -1,0 +1,275 @@
+"""Revision detection, the static signature check, and the Protocols authors
+type-check against (CONTRACT.md section 1)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policyspec.adapters import TargetError, subject_for_class
+from policyspec.adapters.revisions import detect
+from policyspec.adapters.standins import policies as sp
+from policyspec.protocols import API_NAMES, REVISIONS, signature_problems
+
+
+class _Six:
+    """The methods every revision shares; subclasses vary the rest."""
+
+    def __init__(self, cache_capacity: int) -> None:
+        self.blocks: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        return self.blocks.get(key)
+
+    def insert(self, key: Any, block: Any) -> None:
+        self.blocks[key] = block
+
+    def remove(self, key: Any) -> None:
+        del self.blocks[key]
+
+    def touch(self, keys: Any) -> None:
+        pass
+
+    def evict(self, n: int, protected: Any) -> Any:
+        return [] if n == 0 else None
+
+
+class R1(_Six):
+    pass
+
+
+class R2(_Six):
+    def clear(self) -> None:
+        self.blocks.clear()
+
+
+class R3(R2):
+    def mark_evictable(self, key: Any) -> None:
+        pass
+
+    def mark_non_evictable(self, key: Any) -> None:
+        pass
+
+
+class R4(R2):
+    def touch(self, keys: Any, req_context: Any) -> None:
+        pass
+
+
+class R6(R4):
+    def evict(self, n: int, protected: Any, req_context: Any, num_blocks_in_cache: int) -> Any:
+        return [] if n == 0 else None
+
+    def open_session(self, req_context: Any, num_blocks_in_cache: int) -> None:
+        pass
+
+    def close_session(self) -> None:
+        pass
+
+
+class R6Draft(R4):
+    def evict(self, n: int, protected: Any, req_id: str, start_pos: int) -> Any:
+        return [] if n == 0 else None
+
+
+class R7(R4):
+    def insert(self, key: Any, chunk: Any) -> None:
+        self.blocks[key] = chunk
+
+    def evict_until(self, can_fit: Any, protected: Any) -> Any:
+        return None
+
+
+class R7b(R7):
+    def evict(self, n: int, protected: Any, deprioritized: Any) -> Any:
+        return [] if n == 0 else None
+
+
+class R8(R4):
+    def on_store_miss(self, keys: Any, req_context: Any) -> None:
+        pass
+
+
+class R8TouchOnly(R2):
+    def touch(self, keys: Any, req_context: Any | None) -> None:
+        pass
+
+
+class RMinus1(_Six):
+    def get(self, block_hash: Any) -> Any:
+        return self.blocks.get(block_hash)
+
+
+class OnStandinR0(sp.cache_policy_for("vllm.v1.kv_offload.cpu.policies.abstract")):  # type: ignore[misc]
+    get, insert, remove, touch, evict = _Six.get, _Six.insert, _Six.remove, _Six.touch, _Six.evict
+
+    def __init__(self, cache_capacity: int) -> None:
+        self.blocks = {}
+
+
+class OnStandinR7(sp.CachePolicy):
+    """Inherits every default of the stand-in ABC, defines evict_until itself."""
+
+    get, insert, remove, evict = _Six.get, _Six.insert, _Six.remove, _Six.evict
+
+    def __init__(self, cache_capacity: int) -> None:
+        self.blocks: dict[Any, Any] = {}
+
+    def touch(self, keys: Any, req_context: Any) -> None:
+        pass
+
+    def evict_until(self, can_fit: Any, protected: Any) -> Any:
+        return None
+
+    def clear(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("cls", "api"),
+    [
+        (RMinus1, "R-1"), (OnStandinR0, "R0"), (R1, "R1"), (R2, "R2"), (R3, "R3"), (R4, "R4"),
+        (R6, "R6"), (R6Draft, "R6-draft"), (R7, "R7"), (R7b, "R7b"), (R8, "R8"),
+        (R8TouchOnly, "R8"), (OnStandinR7, "R7"),
+    ],
+)
+def test_revision_is_detected_from_the_class_itself(cls: type, api: str) -> None:
+    assert detect(cls).api == api
+    assert subject_for_class(cls).api == api
+
+
+def test_stand_in_defaults_are_not_taken_for_the_policys_own_methods() -> None:
+    found = detect(OnStandinR7)
+    assert found.hooks == ("evict_until",)  # not open_session, on_store_miss, ... of the ABC
+    subject = subject_for_class(OnStandinR7)
+    assert subject.capabilities == frozenset({"clear", "evict_until"})  # no own mark_*
+
+
+class T4t4KAUFork(R4):
+    def on_new_request(self, req_context: Any) -> None:
+        pass
+
+    def on_request_finished(self, req_context: Any) -> None:
+        pass
+
+
+class HotSwapFork(_Six):
+    """ophirazulai's hot-swap variant: optional contexts, no clear, no mark."""
+
+    def insert(self, key: Any, block: Any, req_context: Any = None) -> None:
+        self.blocks[key] = block
+
+    def touch(self, keys: Any, req_context: Any = None) -> None:
+        pass
+
+    def evict(self, n: int, protected: Any, req_context: Any = None) -> Any:
+        return [] if n == 0 else None
+
+    def export_state(self) -> Any:
+        return list(self.blocks.items())
+
+
+def test_fork_hooks_are_listed_and_never_required() -> None:
+    fork = subject_for_class(T4t4KAUFork)
+    assert fork.api == "R4"
+    assert any("on_new_request (T4t4KAU fork)" in note for note in fork.notes)
+    swap = subject_for_class(HotSwapFork)
+    assert swap.api == "R1"  # every extra parameter is optional: callable as R1
+    assert any("export_state (ophirazulai hot-swap fork)" in n for n in swap.notes)
+    assert isinstance(swap.build(2), HotSwapFork)
+
+
+def test_forcing_a_revision_overrides_detection_and_notes_mismatches() -> None:
+    subject = subject_for_class(R4, api="R3")
+    assert subject.api == "R3"
+    assert "API revision R3 forced (detection says R4: touch takes (keys, req_context))" in (
+        subject.notes
+    )
+    mismatch = (
+        "R4.touch(keys, req_context) cannot be called as touch(keys), as revision R3 calls it"
+    )
+    assert mismatch in subject.notes
+    with pytest.raises(TypeError):  # the check then reports the failing call
+        subject.build(2).touch([b"k"])
+
+
+def test_signature_problems_name_method_and_revision() -> None:
+    class Odd(_Six):
+        def touch(self) -> None:  # type: ignore[override]
+            pass
+
+        def evict(self, n: int, protected: Any, *, budget: int) -> Any:  # type: ignore[override]
+            return None
+
+    assert signature_problems(Odd, "R2") == [
+        "Odd.touch() cannot be called as touch(keys), as revision R2 calls it",
+        "Odd.evict(n, protected, budget) cannot be called as evict(n, protected), as revision "
+        "R2 calls it",
+        "Odd has no clear(), which R2 declares abstract; requirements that need it do not apply",
+    ]
+    assert signature_problems(R3, "R3") == []
+
+
+def test_missing_core_method_is_a_target_error_naming_the_revision() -> None:
+    class NoEvict:
+        def __init__(self, cache_capacity: int) -> None: ...
+        def get(self, key: Any) -> None: ...
+        def insert(self, key: Any, block: Any) -> None: ...
+        def remove(self, key: Any) -> None: ...
+        def touch(self, keys: Any, req_context: Any) -> None: ...
+
+    with pytest.raises(TargetError, match=r"^NoEvict lacks evict, required by API revision R4"):
+        subject_for_class(NoEvict)
+
+
+def test_every_revision_has_a_protocol_and_core_methods() -> None:
+    assert API_NAMES[0] == "R-1" and API_NAMES[-1] == "R8"
+    for revision in REVISIONS.values():
+        names = {m.name for m in revision.methods if m.kind == "core"}
+        assert names == {"get", "insert", "remove", "touch", "evict"}
+        for method in revision.methods:
+            assert hasattr(revision.protocol, method.name), (revision.name, method.name)
+
+
+MYPY_CASE = """
+from collections.abc import Iterable
+from typing import Any
+from policyspec.protocols import CachePolicyR3, CachePolicyR4
+
+
+class Seed:
+    def get(self, key: bytes) -> Any: ...
+    def insert(self, key: bytes, block: Any) -> None: ...
+    def remove(self, key: bytes) -> None: ...
+    def touch(self, keys: Iterable[bytes]) -> None: ...
+    def evict(self, n: int, protected: set[bytes]) -> list[tuple[bytes, Any]] | None: ...
+    def clear(self) -> None: ...
+    def mark_evictable(self, key: bytes) -> None: ...
+    def mark_non_evictable(self, key: bytes) -> None: ...
+
+
+def as_r3(p: Seed) -> CachePolicyR3:
+    return p
+
+
+def as_r4(p: Seed) -> CachePolicyR4:
+    return p
+"""
+
+
+def test_protocols_let_mypy_check_a_policy_against_its_revision(tmp_path: Path) -> None:
+    mypy_api = pytest.importorskip("mypy.api")
+    case = tmp_path / "case.py"
+    case.write_text(textwrap.dedent(MYPY_CASE))
+    out, _err, status = mypy_api.run(
+        [str(case), "--cache-dir", str(tmp_path / ".mypy_cache"), "--no-error-summary"]
+    )
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    # a seed policy is an R3 policy, but not an R4 one: touch lacks req_context
+    assert status == 1
+    assert len(errors) == 1, out
+    assert 'expected "CachePolicyR4"' in errors[0]
+    assert "def touch(self, Iterable[Any], Any, /) -> None" in out
