@@ -63,4 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the package so that exception classes are the package's own.
+    from policyspec.cli import main as package_main
+
+    sys.exit(package_main())

@@ -33,8 +33,25 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _budget(text: str) -> str | float:
+    from policyspec.check import BUDGETS
+
+    if text in BUDGETS:
+        return text
+    try:
+        seconds = float(text)
+    except ValueError:
+        choices = ", ".join(sorted(BUDGETS))
+        raise argparse.ArgumentTypeError(
+            f"expected {choices} or a number of seconds, got {text!r}"
+        ) from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return seconds
+
+
 def add_parser(sub: Any) -> None:
-    from policyspec.check import BUDGETS, DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
+    from policyspec.check import DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
     from policyspec.engines import ENGINES
 
     parser = sub.add_parser(
@@ -49,8 +66,9 @@ def add_parser(sub: Any) -> None:
                         help="core (every policy, default), lru (exact seed LRU), arc, ...")
     parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run")
     parser.add_argument("--seed", type=positive_int, default=0, help="random seed (default 0)")
-    parser.add_argument("--budget", choices=sorted(BUDGETS), default="standard",
-                        help="quick (~20 s), standard (~60 s, default), deep (minutes)")
+    parser.add_argument("--budget", type=_budget, default="standard",
+                        help="quick (~20 s), standard (~60 s, default), deep (minutes), or a "
+                        "number of seconds")
     parser.add_argument("--engine", action="append", choices=sorted(ENGINES), dest="engines",
                         help="run only these engines (repeatable); default: all default engines")
     parser.add_argument("--capacity", type=positive_int, default=DEFAULT_CAPACITY,

@@ -1,0 +1,139 @@
+"""Hostile policies (tests/hostile/) become verdicts, never checker crashes.
+
+Each file's docstring names the requirement it must be caught under
+(``hostile: ID``). Most run in-process through run_check; two go through
+the CLI to show the exit code and the JSON report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from policyspec.check import run_check
+from policyspec.profiles import get_profile
+from policyspec.subject import subject_from_class
+
+HOSTILE = Path(__file__).parent / "hostile"
+FILES = sorted(p for p in HOSTILE.glob("*.py") if not p.name.startswith("_"))
+
+
+def load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"hostile_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def expected(module: ModuleType) -> str:
+    first = (module.__doc__ or "").strip().splitlines()[0]
+    assert first.startswith("hostile: "), first
+    return first.removeprefix("hostile: ").split(".")[0].strip()
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_hostile_policy_is_reported_under_its_requirement(path: Path) -> None:
+    module = load(path)
+    started = time.monotonic()
+    report = run_check(
+        subject_from_class(module.Policy), get_profile("core"), budget=2.0, seed=1,
+        engines=["stateful"], call_timeout=1.0,
+    )
+    assert report.verdict == "fail"
+    assert report.failures[0].requirement == expected(module)
+    assert report.failures[0].trace, "a verdict comes with the trace that led to it"
+    assert time.monotonic() - started < 60
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "policyspec", *args],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )
+
+
+@pytest.mark.parametrize("name", ["hang_in_evict", "sys_exit_in_touch"])
+def test_cli_exits_1_with_a_report_naming_the_fault(name: str, tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    done = run_cli("check", f"{HOSTILE / name}.py:Policy", "--budget", "4", "--engine",
+                   "stateful", "--call-timeout", "1", "-q", "--json-report", str(report))
+    assert done.returncode == 1, done.stderr
+    document = json.loads(report.read_text())
+    assert document["verdict"] == "fail"
+    assert document["failures"][0]["requirement"] == expected(load(HOSTILE / f"{name}.py"))
+
+
+def test_interrupted_run_still_writes_a_valid_report(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "policyspec", "check", "policyspec.reference:LRUCachePolicy",
+         "--budget", "deep", "-q", "--json-report", str(report)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        time.sleep(6)
+        child.send_signal(signal.SIGTERM)
+        child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 1
+    document = json.loads(report.read_text())
+    assert document["verdict"] == "interrupted"
+    assert any("interrupted" in note for note in document["notes"])
+
+
+def test_stale_known_failing_entry_fails_the_run_and_names_the_line(tmp_path: Path) -> None:
+    listing = tmp_path / "known.txt"
+    listing.write_text("# known problems\nEVICT-UNPROTECTED  # fixed since?\nNOT-A-REQUIREMENT\n")
+    done = run_cli("check", "policyspec.reference:LRUCachePolicy", "--budget", "3",
+                   "--engine", "stateful", "-q", "--known-failing", str(listing))
+    assert done.returncode == 1
+    assert f"{listing}:2: EVICT-UNPROTECTED is listed as known failing but passes" in done.stdout
+    assert f"{listing}:3: NOT-A-REQUIREMENT matches no requirement" in done.stdout
+
+
+def test_known_failing_entry_that_fails_is_an_expected_failure(tmp_path: Path) -> None:
+    listing = tmp_path / "known.txt"
+    listing.write_text("EVICT-UNPROTECTED\n")
+    faulty = tmp_path / "ignores_protected.py"
+    faulty.write_text(
+        "from policyspec.reference import LRUCachePolicy\n\n\n"
+        "class Policy(LRUCachePolicy):\n"
+        "    def evict(self, n, protected):\n"
+        "        return super().evict(n, set())\n"
+    )
+    done = run_cli("check", f"{faulty}:Policy", "--budget", "3", "--engine",
+                   "stateful", "-q", "--known-failing", str(listing))
+    assert done.returncode == 0, done.stdout
+    assert "XFAIL" in done.stdout and "EVICT-UNPROTECTED" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--budget", "forever"], "expected deep, quick, standard or a number of seconds"),
+        (["--seed", "-3"], "expected a number >= 0"),
+        (["--capacity", "0"], "--capacity must be at least 1"),
+        (["--call-timeout", "soon"], "expected seconds"),
+        (["--profile", "nope"], "unknown profile 'nope'"),
+        (["--known-failing", "/nonexistent/known.txt"], "cannot read /nonexistent/known.txt"),
+    ],
+)
+def test_invalid_option_gives_one_line_and_exit_2(args: list[str], message: str) -> None:
+    done = run_cli("check", "policyspec.reference:LRUCachePolicy", *args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
