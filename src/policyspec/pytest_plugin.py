@@ -23,14 +23,21 @@ def conformance_dir() -> Path:
     raise FileNotFoundError("policyspec: the conformance suite is missing from this install")
 
 
+def _budget(text: str) -> str | float:
+    if text in ("quick", "standard", "deep"):
+        return text
+    return float(text)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("policyspec", "policyspec conformance suite")
     group.addoption("--policy", default=None, metavar="TARGET",
                     help="run the conformance suite on TARGET (pkg.module:Class or file.py:Class)")
     group.addoption("--policy-profile", default=None, metavar="NAME",
                     help="profile for --policy: core (default), lru, ...")
-    group.addoption("--policy-budget", default=None, choices=("quick", "standard", "deep"),
-                    help="time budget of the check behind the suite (default quick)")
+    group.addoption("--policy-budget", default=None, type=_budget, metavar="BUDGET",
+                    help="time budget of the check behind the suite: quick (default), "
+                    "standard, deep, or seconds")
     group.addoption("--policy-seed", default=None, type=int, help="seed of the check")
 
 

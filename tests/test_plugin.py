@@ -1,0 +1,67 @@
+"""The pytest route: ``pytest --policy TARGET`` and ConformanceSuite subclasses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+FAULTY = textwrap.dedent(
+    """
+    from policyspec.reference import LRUCachePolicy
+
+
+    class Policy(LRUCachePolicy):
+        def evict(self, n, protected):
+            return super().evict(n, set())
+    """
+)
+
+
+def pytest_run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfs", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
+        env={k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"},
+    )
+
+
+def test_policy_option_runs_the_suite_and_names_the_broken_requirement(tmp_path: Path) -> None:
+    (tmp_path / "faulty.py").write_text(FAULTY)
+    done = pytest_run(tmp_path, "--policy", "faulty.py:Policy", "--policy-budget", "3",
+                      "--policy-profile", "lru")
+    assert done.returncode == 1, done.stdout[-2000:]
+    assert "test_requirement[EVICT-UNPROTECTED]" in done.stdout
+    assert "evict(" in done.stdout and "minimal trace" in done.stdout
+    # one test per requirement of the profile, most of them passing
+    assert " passed" in done.stdout
+
+
+def test_conformance_suite_subclasses_check_several_policies(tmp_path: Path) -> None:
+    (tmp_path / "faulty.py").write_text(FAULTY)
+    (tmp_path / "test_mine.py").write_text(textwrap.dedent(
+        """
+        import faulty
+        from policyspec.reference import LRUCachePolicy
+        from policyspec.testing import ConformanceSuite
+
+
+        class TestReference(ConformanceSuite):
+            policy_class = LRUCachePolicy
+            profile = "lru"
+            budget = 3
+
+
+        class TestFaulty(ConformanceSuite):
+            policy_class = faulty.Policy
+            profile = "core"
+            budget = 3
+        """
+    ))
+    done = pytest_run(tmp_path, "test_mine.py")
+    assert done.returncode == 1, done.stdout[-2000:]
+    failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
+    assert failed and all("TestFaulty" in line for line in failed), failed
+    assert any("EVICT-UNPROTECTED" in line for line in failed)
