@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from policyspec.model import State, eligible, lru_victims
+from policyspec.model.arc import ARCRefinement
 
 __all__ = [
     "PROFILES",
@@ -148,4 +149,7 @@ register_profile(
 )
 register_profile(
     Profile("lru", ("core", "lru"), LRURefinement(), "exact seed-LRU victims and order")
+)
+register_profile(
+    Profile("arc", ("core", "arc"), ARCRefinement(), "exact vLLM-ARC victims, ghosts and target")
 )

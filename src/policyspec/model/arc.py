@@ -176,9 +176,7 @@ def touch(arc: ArcState, state: State, keys: Sequence[int]) -> ArcState:
     return after
 
 
-def victims(
-    arc: ArcState, state: State, n: int, protected: Collection[int]
-) -> list[int] | None:
+def victims(arc: ArcState, state: State, n: int, protected: Collection[int]) -> list[int] | None:
     """ARC-EVICT-ORDER, ARC-LIVENESS: the n keys ARC evicts, in order, or
     None when T1 and T2 together hold fewer than n candidates (idle,
     unprotected). Each next victim is the least recent candidate not yet
@@ -213,6 +211,8 @@ def commit(arc: ArcState, chosen: Sequence[int]) -> ArcState:
     T2); then each ghost list drops its least recent keys down to
     ``capacity``. The target does not change.
 
+    pre: len(set(chosen)) == len(chosen)
+    pre: all(k in arc.t1 or k in arc.t2 for k in chosen)
     post: not set(chosen) & set(__return__.t1 + __return__.t2)
     post: len(__return__.b1) <= arc.capacity and len(__return__.b2) <= arc.capacity
     post: __return__.target == arc.target
