@@ -93,8 +93,10 @@ def _decide(cls: type, hooks: set[str]) -> tuple[str, str]:
         return "R6-draft", "evict takes (n, protected, req_id, start_pos)"
     if len(extra) == 2 or "open_session" in hooks:
         return "R6", "evict takes (n, protected, req_context, num_blocks_in_cache)"
-    if "evict_until" in hooks or block_kind(cls, None) == "chunk":
-        return "R7", "it implements evict_until or stores chunks"
+    if "evict_until" in hooks:
+        return "R7", "it defines evict_until(can_fit, protected)"
+    if block_kind(cls, None) == "chunk":
+        return "R7", "it stores ChunkStatus records (chunks)"
     if touch is not None and touch.required >= 2:
         if _optional_none(cls):
             return "R8", "touch takes (keys, req_context | None)"

@@ -67,7 +67,7 @@ def _fixed(names: dict[str, Any]) -> Callable[[], dict[str, Any]]:
 
 
 MODELED: dict[str, Callable[[], dict[str, Any]]] = {
-    "vllm": _fixed({}),
+    "vllm": _fixed({"__version__": "0.0.0+policyspec.standin"}),
     "vllm.logger": _fixed({"init_logger": keys.init_logger}),
     "vllm.v1": _fixed({}),
     "vllm.v1.core": _fixed({}),
