@@ -42,7 +42,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("policy", None):
-        suite = str(conformance_dir())
-        if suite not in config.args:
-            config.args.append(suite)
+    if not config.getoption("policy", None):
+        return
+    suite = str(conformance_dir())
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # No paths on the command line: run just the suite. (Adding it beside
+        # the default directory would not work when the suite is installed
+        # in a virtual environment below it: pytest skips virtualenvs.)
+        config.args[:] = [suite]
+    elif suite not in config.args:
+        config.args.append(suite)

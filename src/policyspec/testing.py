@@ -73,15 +73,23 @@ class ConformanceSuite:
     seed: ClassVar[int] = 0
     section: ClassVar[str | None] = None
     """Only requirements defined in spec/<section>.md (None: all)."""
+    default_target: ClassVar[str | None] = None
+    default_profile: ClassVar[str | None] = None
+    """What a conformance module checks when no policy is named anywhere
+    (this repository's own CI): the reference LRU under lru by default."""
 
     def _choice(self, config: pytest.Config) -> tuple[str | type, str, str | float, int]:
         option = config.getoption
         target: str | type = (
-            self.policy_class or self.target or option("policy", None) or DEFAULT_TARGET
+            self.policy_class
+            or self.target
+            or option("policy", None)
+            or self.default_target
+            or DEFAULT_TARGET
         )
         explicit = bool(self.policy_class or self.target or option("policy", None))
         profile = self.profile or option("policy_profile", None) or (
-            "core" if explicit else DEFAULT_PROFILE
+            "core" if explicit else self.default_profile or DEFAULT_PROFILE
         )
         budget = option("policy_budget", None) or self.budget
         seed = option("policy_seed", None)
