@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -98,7 +99,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from policyspec.adapters import TargetError, load_subject
+    from policyspec.adapters import TargetError, installed, load_subject
     from policyspec.check import run_check
     from policyspec.profiles import get_profile
     from policyspec.report import dumps, write_atomic
@@ -133,18 +134,22 @@ def run(args: argparse.Namespace) -> int:
 
         os.environ[DATABASE_ENV] = args.hypothesis_db
     previous = signal.signal(signal.SIGTERM, _terminate)
+    # Stand-ins stay available while the policy runs: some policies import
+    # from vllm inside their methods.
+    standins = contextlib.nullcontext() if args.no_stand_in else installed()
     try:
-        report = run_check(
-            subject,
-            profile,
-            budget=args.budget,
-            seed=args.seed,
-            strict=args.strict,
-            engines=args.engines,
-            capacity=args.capacity,
-            progress=progress,
-            call_timeout=args.call_timeout,
-        )
+        with standins:
+            report = run_check(
+                subject,
+                profile,
+                budget=args.budget,
+                seed=args.seed,
+                strict=args.strict,
+                engines=args.engines,
+                capacity=args.capacity,
+                progress=progress,
+                call_timeout=args.call_timeout,
+            )
     finally:
         signal.signal(signal.SIGTERM, previous)
     if known is not None:

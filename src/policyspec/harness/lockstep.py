@@ -174,7 +174,7 @@ class Lockstep:
         except (Exception, SystemExit) as exc:  # the policy's own fault becomes a verdict
             shown = ", ".join(self._show(a) for a in args)
             self._fail(
-                "API-NO-RAISE",
+                "TOUCH-TOTAL" if op == "touch" else "API-NO-RAISE",
                 f"{op}({shown}) raised {type(exc).__name__}: {exc}; the call meets the "
                 "caller contract, so the spec requires it to return normally",
             )
