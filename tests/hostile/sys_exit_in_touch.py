@@ -1,4 +1,4 @@
-"""hostile: API-NO-RAISE. touch calls sys.exit when it sees a repeated key."""
+"""hostile: TOUCH-TOTAL. touch calls sys.exit when it sees a repeated key."""
 
 import sys
 
