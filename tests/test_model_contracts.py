@@ -71,6 +71,7 @@ STATES: dict[str, st.SearchStrategy[State]] = {
         lambda s: any(can_mark_non_evictable(s, k) for k in range(DEFAULT_KEY_SPACE))
     ),
     "remove": states().filter(lambda s: bool(s.refs)),
+    "insert": states().filter(lambda s: s.capacity is None or len(s.refs) < s.capacity),
 }
 """States for transitions that need a particular key to exist (the rest
 draw from ``states()``); filtering here keeps ``assume`` rare."""
