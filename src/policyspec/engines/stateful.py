@@ -199,9 +199,12 @@ def run_machine(
     chunk: int = 40,
     database: ExampleDatabase | None = None,
 ) -> EngineRun:
-    """Run ``machine`` in chunks of ``chunk`` examples until ``seconds`` have
-    passed or a failure is found. Chunk i uses seed ``seed * 7919 + i``, so the
-    same seed gives the same examples in the same order."""
+    """Run ``machine`` in chunks of examples until ``seconds`` have passed or
+    a failure is found. Chunk i uses seed ``seed * 7919 + i`` and a size from a
+    fixed schedule (small first, so a short budget is not overrun, growing to
+    ``chunk``): the same seed gives the same examples in the same order, and
+    only how many chunks run depends on the clock. Shrinking a failure found
+    may take longer than the budget."""
     result = EngineRun(engine=engine)
     started = time.monotonic()
     if database is None and os.environ.get(DATABASE_ENV):
@@ -211,7 +214,7 @@ def run_machine(
         test = get_state_machine_test(
             machine,
             settings=settings(
-                max_examples=chunk,
+                max_examples=min(chunk, 5 << index),
                 stateful_step_count=steps,
                 deadline=None,
                 database=database,
