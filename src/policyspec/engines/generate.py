@@ -3,18 +3,60 @@
 The engines that do not go through Hypothesis (fast random, metamorphic)
 use this: it only proposes actions that ``is_legal`` accepts, with weights
 that keep the cache busy (bursts of stores, reads in flight, evictions
-under pressure) and reach large states.
+under pressure) and reach large states: with the default weights a cache of
+64 spends most of its time with 40+ keys, most of them idle and a few in
+flight or being read, because evictions come mostly when the cache is
+nearly full and take a few keys, and ``clear`` is rare.
+
+``next`` reads only ``state.refs`` (a mapping key -> ref_cnt) and
+``state.idle`` (a collection of idle keys), so it takes the pure model's
+``State`` as well as the fast engine's ``FastOracle``. It is cheap because
+the fast engine calls it for every action: a kind is one index into a
+table, keys are drawn by rejection sampling from the key pool (O(1) for
+dict-like ``refs``), and the source remembers the stores and loads it
+started, so that finishing one is O(1) too. What it remembers is only a
+hint, always checked against ``state.refs``: a state changed by someone
+else still gets legal actions.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from itertools import compress, filterfalse, islice, repeat
+from typing import Protocol
 
 from policyspec.model.actions import Action
-from policyspec.model.state import IDLE, IN_FLIGHT, State
+from policyspec.model.state import IDLE, IN_FLIGHT
 
-__all__ = ["ActionSource"]
+__all__ = ["DEFAULT_WEIGHTS", "KINDS", "RUN", "ActionSource", "StateView"]
+
+KINDS = (
+    "insert", "finish_store", "remove", "start_read", "end_read",
+    "touch", "evict", "get", "clear",
+)
+DEFAULT_WEIGHTS = (200, 200, 15, 80, 90, 160, 100, 60, 1)
+"""Relative frequency of each kind, in ``KINDS`` order. A kind that does not
+fit the current state (insert into a full cache, finish a store when none
+is in flight...) is skipped and another one drawn. Below 7/8 of the
+capacity evict gets a tenth of its weight: the manager evicts under
+pressure. A drawn clear happens one time in four."""
+
+_ANY = 1 << 62
+RUN = 32
+"""Most actions one ``burst`` returns."""
+SHORTEST = 4
+"""Fewest actions a run of stores, loads or gets aims at."""
+
+
+class StateView(Protocol):
+    """What ``ActionSource`` reads of a state."""
+
+    @property
+    def refs(self) -> Mapping[int, int]: ...
+
+    @property
+    def idle(self) -> Collection[int]: ...
 
 
 class ActionSource:
@@ -28,7 +70,7 @@ class ActionSource:
         pool: int,
         capacity: int,
         with_clear: bool = True,
-        weights: Sequence[int] = (14, 10, 3, 8, 7, 10, 12, 3, 1),
+        weights: Sequence[int] = DEFAULT_WEIGHTS,
     ) -> None:
         self.rng = rng
         self.pool = pool
@@ -37,59 +79,295 @@ class ActionSource:
         self.weights = list(weights)
         if not with_clear:
             self.weights[-1] = 0
-        self._kinds = (
-            "insert", "finish_store", "remove", "start_read", "end_read",
-            "touch", "evict", "get", "clear",
+        self._room = min(pool, capacity)
+        self._pressure = self._room - self._room // 8
+        self._storing: list[int] = []
+        """Keys this source inserted in flight (a hint, checked on use)."""
+        self._reading: list[int] = []
+        """One entry per load this source started (a hint, checked on use)."""
+        makers: tuple[Callable[[StateView], Action | None], ...] = (
+            self._insert, self._finish_store, self._remove, self._start_read,
+            self._end_read, self._touch, self._evict, self._get, self._clear,
         )
+        # One slot per unit of weight, so drawing a kind is one index.
+        calm = list(self.weights)
+        calm[6] = -(-calm[6] // 10)
+        self._pressed = [m for m, w in zip(makers, self.weights, strict=True) for _ in range(w)]
+        self._calm = [m for m, w in zip(makers, calm, strict=True) for _ in range(w)]
+        if not self._pressed:
+            raise ValueError("ActionSource: every weight is 0")
+        runs: tuple[Callable[[StateView], list[Action] | None], ...] = (
+            self._insert_run, self._finish_run, self._remove_run, self._start_run,
+            self._end_run, self._touch_run, self._single(self._evict), self._get_run,
+            self._single(self._clear),
+        )
+        self._runs_pressed = [r for r, w in zip(runs, self.weights, strict=True) for _ in range(w)]
+        self._runs_calm = [r for r, w in zip(runs, calm, strict=True) for _ in range(w)]
 
-    def next(self, state: State) -> Action:
+    def next(self, state: StateView) -> Action:
         """One legal action for ``state``."""
-        rng = self.rng
+        random_ = self.rng.random
+        table = self._pressed if len(state.refs) >= self._pressure else self._calm
+        size = len(table)
         while True:
-            kind = rng.choices(self._kinds, self.weights)[0]
-            action = self._try(kind, state, rng)
+            action = table[int(random_() * size)](state)
             if action is not None:
                 return action
 
-    def _try(self, kind: str, state: State, rng: random.Random) -> Action | None:
+    def burst(self, state: StateView) -> list[Action]:
+        """A run of legal actions of one kind, each legal after the ones
+        before it, the way the manager works on a request: a lookup gets a
+        prefix of keys, a store inserts the missing ones together, they
+        complete together (or fail and are removed together), a load reads
+        a prefix, the loads end together, a touch names a whole prefix.
+        Evictions and clears come alone. One draw serves up to ``RUN``
+        actions (and a touch up to ``RUN`` keys): the fast engine's speed."""
+        random_ = self.rng.random
+        table = self._runs_pressed if len(state.refs) >= self._pressure else self._runs_calm
+        size = len(table)
+        while True:
+            actions = table[int(random_() * size)](state)
+            if actions:
+                return actions
+
+    # -- one maker per kind: an action, or None when the kind does not fit ----
+
+    def _insert(self, state: StateView) -> Action | None:
         refs = state.refs
-        if kind == "insert":
-            if len(refs) >= min(self.pool, self.capacity):
-                return None
-            key = rng.randrange(self.pool)
-            if key in refs:
-                return None
-            return ("insert", key, IDLE if rng.random() < 0.1 else IN_FLIGHT)
-        if kind in ("finish_store", "remove", "start_read", "end_read"):
-            if not refs:
-                return None
-            key = rng.choice(list(refs))
-            ref = refs[key]
-            if kind == "finish_store" and ref != IN_FLIGHT:
-                return None
-            if kind == "start_read" and ref < IDLE:
-                return None
-            if kind == "end_read" and ref <= IDLE:
-                return None
-            return (kind, key)
-        if kind == "touch":
-            size = rng.randrange(6)
-            keys = tuple(self._any_key(state, rng) for _ in range(size))
-            return ("touch", keys)
-        if kind == "evict":
-            idle = len(state.idle)
-            n = rng.randrange(idle + 2)
-            protected = frozenset(
-                self._any_key(state, rng) for _ in range(rng.randrange(4))
-            )
-            return ("evict", n, protected)
-        if kind == "get":
-            return ("get", self._any_key(state, rng))
-        if kind == "clear":
-            return ("clear",) if self.with_clear and refs else None
+        if len(refs) >= self._room:
+            return None
+        random_, pool = self.rng.random, self.pool
+        for _ in range(4):
+            key = int(random_() * pool)
+            if key not in refs:
+                if random_() < 0.1:
+                    return ("insert", key, IDLE)
+                self._hints(self._storing, [key])
+                return ("insert", key, IN_FLIGHT)
         return None
 
-    def _any_key(self, state: State, rng: random.Random) -> int:
-        if state.idle and rng.random() < 0.5:
-            return rng.choice(state.idle)
-        return rng.randrange(self.pool + 4)
+    def _finish_store(self, state: StateView) -> Action | None:
+        key = self._take(self._storing, state, IN_FLIGHT, IN_FLIGHT)
+        return None if key is None else ("finish_store", key)
+
+    def _remove(self, state: StateView) -> Action | None:
+        key = self._present(state, IN_FLIGHT, _ANY)
+        return None if key is None else ("remove", key)
+
+    def _start_read(self, state: StateView) -> Action | None:
+        key = self._present(state, IDLE, _ANY)
+        if key is None:
+            return None
+        self._hints(self._reading, [key])
+        return ("start_read", key)
+
+    def _end_read(self, state: StateView) -> Action | None:
+        key = self._take(self._reading, state, IDLE + 1, _ANY)
+        return None if key is None else ("end_read", key)
+
+    def _touch(self, state: StateView) -> Action | None:
+        """Half the time a run of consecutive keys (a request's prefix), else
+        any keys: present in any state, absent, repeated."""
+        random_ = self.rng.random
+        size = int(random_() * 6)
+        span = self.pool + 4
+        if random_() < 0.5:
+            start = int(random_() * (span - size))
+            return ("touch", tuple(range(start, start + size)))
+        return ("touch", tuple([int(random_() * span) for _ in range(size)]))
+
+    def _evict(self, state: StateView) -> Action | None:
+        """Mostly a few keys (a store under pressure); sometimes many, now
+        and then more than are idle (a None answer) or zero."""
+        random_ = self.rng.random
+        roll = random_()
+        if roll < 0.04:
+            n = 0
+        elif roll < 0.90:
+            n = 1 + int(random_() * 4)
+        elif roll < 0.97:
+            n = int(random_() * (len(state.idle) + 2))
+        else:
+            n = len(state.idle) + 1
+        protected = frozenset([self._any_key(state) for _ in range(int(random_() * 4))])
+        return ("evict", n, protected)
+
+    def _get(self, state: StateView) -> Action | None:
+        return ("get", self._any_key(state))
+
+    def _clear(self, state: StateView) -> Action | None:
+        if not (self.with_clear and state.refs) or self.rng.random() >= 0.25:
+            return None
+        return ("clear",)
+
+    # -- runs of one kind (burst) ------------------------------------------------
+    # Built with C-level helpers (filterfalse, zip, repeat): the fast engine
+    # spends a good part of its time here.
+
+    @staticmethod
+    def _single(
+        maker: Callable[[StateView], Action | None],
+    ) -> Callable[[StateView], list[Action] | None]:
+        def run(state: StateView) -> list[Action] | None:
+            action = maker(state)
+            return None if action is None else [action]
+
+        return run
+
+    def _insert_run(self, state: StateView) -> list[Action] | None:
+        """Absent keys from a random start on (a request's new blocks). When
+        they do not fit, the manager's eviction comes first: evict what is
+        missing, protecting the request's keys (CONTRACT C6)."""
+        refs = state.refs
+        random_ = self.rng.random
+        if random_() < 0.1:
+            action = self._insert(state)  # one block, sometimes inserted idle
+            return None if action is None else [action]
+        pool = self.pool
+        start = int(random_() * pool)
+        window = range(start, min(pool, start + 2 * RUN))
+        wanted = SHORTEST + int(random_() * (RUN - SHORTEST + 1))
+        keys = list(islice(filterfalse(refs.__contains__, window), wanted))
+        if not keys:
+            return None
+        room = self._room - len(refs)
+        if len(keys) > room:
+            return [("evict", len(keys) - room, frozenset(range(start, keys[-1] + 1)))]
+        self._hints(self._storing, keys)
+        return list(zip(repeat("insert"), keys, repeat(IN_FLIGHT)))
+
+    def _finish_run(self, state: StateView) -> list[Action] | None:
+        """Stores this source started, completed together."""
+        chunk = self._chunk(self._storing)
+        if chunk is None:
+            # Stores this source did not start (another source's state): a
+            # few tries now and then, not on every draw.
+            action = self._finish_store(state) if self.rng.random() < 0.125 else None
+            return None if action is None else [action]
+        refs = state.refs
+        return list(zip(repeat("finish_store"), _in_flight(refs, chunk))) or None
+
+    def _remove_run(self, state: StateView) -> list[Action] | None:
+        """Half the time a failed store: stores this source started, removed
+        together; else one present key in any state (the API allows it)."""
+        if self.rng.random() < 0.5:
+            action = self._remove(state)
+            return None if action is None else [action]
+        chunk = self._chunk(self._storing)
+        if chunk is None:
+            return None
+        refs = state.refs
+        return list(zip(repeat("remove"), _in_flight(refs, chunk))) or None
+
+    def _start_run(self, state: StateView) -> list[Action] | None:
+        """Loads of the ready keys in a run of consecutive keys (a prefix)."""
+        refs = state.refs
+        random_ = self.rng.random
+        start = int(random_() * self.pool)
+        window = range(start, start + SHORTEST + int(random_() * (RUN - SHORTEST + 1)))
+        keys = list(compress(window, map(IDLE.__le__, map(refs.get, window, repeat(-1)))))
+        if not keys:
+            return None
+        self._hints(self._reading, keys)
+        return list(zip(repeat("start_read"), keys))
+
+    def _end_run(self, state: StateView) -> list[Action] | None:
+        """Loads this source started, ending together (one end_read per
+        load: a key read twice may end twice)."""
+        chunk = self._chunk(self._reading)
+        if chunk is None:
+            action = self._end_read(state) if self.rng.random() < 0.125 else None
+            return None if action is None else [action]
+        refs = state.refs
+        ending: dict[int, int] = {}
+        keys: list[int] = []
+        for key in chunk:
+            left = refs.get(key, IDLE) - ending.get(key, 0)
+            if left > IDLE:
+                keys.append(key)
+                ending[key] = ending.get(key, 0) + 1
+        return list(zip(repeat("end_read"), keys)) or None
+
+    def _touch_run(self, state: StateView) -> list[Action] | None:
+        """One touch of up to ``RUN`` keys: a prefix, or any keys."""
+        random_ = self.rng.random
+        size = int(random_() * (RUN + 1))
+        span = self.pool + 4
+        if random_() < 0.5:
+            start = int(random_() * (span - size))
+            return [("touch", tuple(range(start, start + size)))]
+        return [("touch", tuple([int(random_() * span) for _ in range(size)]))]
+
+    def _get_run(self, state: StateView) -> list[Action] | None:
+        """A lookup: get of consecutive keys (a request's prefix)."""
+        random_ = self.rng.random
+        start = int(random_() * (self.pool + 4))
+        end = min(self.pool + 4, start + SHORTEST + int(random_() * (RUN - SHORTEST + 1)))
+        return list(zip(repeat("get"), range(start, end)))
+
+    def _chunk(self, hints: list[int]) -> list[int] | None:
+        """Up to ``RUN`` hints from a random place (removed), or None."""
+        if not hints:
+            return None
+        random_ = self.rng.random
+        start = int(random_() * len(hints))
+        end = start + SHORTEST + int(random_() * (RUN - SHORTEST + 1))
+        chunk = hints[start:end]
+        del hints[start:end]
+        return chunk
+
+    def _hints(self, hints: list[int], keys: list[int]) -> None:
+        hints.extend(keys)
+        if len(hints) > 8 * self.pool:  # stale hints pile up when never taken
+            del hints[: len(hints) // 2]
+
+    # -- keys -------------------------------------------------------------------
+
+
+    def _take(self, hints: list[int], state: StateView, low: int, high: int) -> int | None:
+        """A key from ``hints`` (removed from it) whose ref_cnt is in
+        [low, high]; stale hints are dropped. Without one, any such key."""
+        refs = state.refs
+        random_ = self.rng.random
+        while hints:
+            index = int(random_() * len(hints))
+            hints[index], hints[-1] = hints[-1], hints[index]
+            key = hints.pop()
+            ref = refs.get(key)
+            if ref is not None and low <= ref <= high:
+                return key
+        return self._present(state, low, high)
+
+    def _present(self, state: StateView, low: int, high: int) -> int | None:
+        """A present key with ``low <= ref_cnt <= high``, uniformly chosen
+        among them (a few tries, then None: the caller draws another kind)."""
+        refs = state.refs
+        if not refs:
+            return None
+        random_, pool = self.rng.random, self.pool
+        for _ in range(4):
+            key = int(random_() * pool)
+            ref = refs.get(key)
+            if ref is not None and low <= ref <= high:
+                return key
+        if len(refs) * 4 > pool:
+            return None  # dense: another draw will do
+        key = self.rng.choice(list(refs))
+        return key if low <= refs[key] <= high else None
+
+    def _any_key(self, state: StateView) -> int:
+        """Any key; half the time an idle one when there is one."""
+        random_, pool = self.rng.random, self.pool
+        idle = state.idle
+        if idle and random_() < 0.5:
+            for _ in range(3):
+                key = int(random_() * pool)
+                if key in idle:
+                    return key
+        return int(random_() * (pool + 4))
+
+
+def _in_flight(refs: Mapping[int, int], keys: list[int]) -> list[int]:
+    """The keys (each once, in order) whose ref_cnt is -1."""
+    unique = list(dict.fromkeys(keys))
+    return list(compress(unique, map(IN_FLIGHT.__eq__, map(refs.get, unique, repeat(IDLE)))))

@@ -1,0 +1,315 @@
+"""The fast engine: its oracle agrees with the pure model, its action source
+stays inside the caller contract and reaches large states, it passes the
+reference policies, and it finds, shrinks and names the faults of planted
+mutants like the other engines do.
+
+Speed itself is measured by ``python -m benchmarks``, never asserted here.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policyspec.check import run_check
+from policyspec.engines.fast import run_fast
+from policyspec.engines.generate import ActionSource
+from policyspec.engines.oracle import FastOracle
+from policyspec.harness import Lockstep
+from policyspec.model import operations as ops
+from policyspec.model.actions import is_legal
+from policyspec.model.evict import eligible, evict_violation
+from policyspec.model.preconditions import (
+    can_insert,
+    can_mark_evictable,
+    can_mark_non_evictable,
+)
+from policyspec.model.state import IDLE, IN_FLIGHT, State
+from policyspec.profiles import get_profile
+from policyspec.reference import ARCCachePolicy, LRUCachePolicy
+from policyspec.strategies import key_lists, keys, protected_sets, states
+from policyspec.subject import Subject, subject_from_class
+
+LRU = subject_from_class(LRUCachePolicy)
+
+
+# -- the oracle against the pure model ---------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(start=states(), data=st.data())
+def test_fast_oracle_matches_the_pure_model_on_legal_sequences(
+    start: State, data: st.DataObject
+) -> None:
+    model = start.copy()
+    oracle = FastOracle.of(start)
+    for _ in range(data.draw(st.integers(0, 30), label="steps")):
+        op = data.draw(st.sampled_from(
+            ["get", "insert", "remove", "touch", "mark_evictable", "mark_non_evictable",
+             "set_ref", "evict", "judge", "clear"]), label="op")
+        if op == "get":
+            key = data.draw(keys(), label="key")
+            assert oracle.get(key) == ops.get(model, key)
+        elif op == "insert":
+            key = data.draw(keys(), label="key")
+            ref = data.draw(st.sampled_from([IN_FLIGHT, IDLE]), label="ref")
+            if not can_insert(model, key, ref):
+                continue
+            model = ops.insert(model, key, ref)
+            oracle.insert(key, ref)
+        elif op == "remove":
+            if not model.refs:
+                continue
+            key = data.draw(st.sampled_from(sorted(model.refs)), label="key")
+            model = ops.remove(model, key)
+            oracle.remove(key)
+        elif op == "touch":
+            named = data.draw(key_lists(), label="keys")
+            model = ops.touch(model, named)
+            oracle.touch(named)
+        elif op == "mark_evictable":
+            key = data.draw(keys(), label="key")
+            if not can_mark_evictable(model, key):
+                continue
+            model = ops.mark_evictable(model, key)
+            oracle.mark_evictable(key)
+        elif op == "mark_non_evictable":
+            key = data.draw(keys(), label="key")
+            if not can_mark_non_evictable(model, key):
+                continue
+            model = ops.mark_non_evictable(model, key)
+            oracle.mark_non_evictable(key)
+        elif op == "set_ref":  # the manager's write, on a key that is not idle
+            pinned = sorted(k for k in model.refs if k not in model.idle)
+            if not pinned:
+                continue
+            key = data.draw(st.sampled_from(pinned), label="key")
+            ref = data.draw(st.integers(IN_FLIGHT, 3), label="ref")
+            model = State({**model.refs, key: ref}, list(model.idle), model.capacity)
+            oracle.set_ref(key, ref)
+        elif op == "evict":
+            n = data.draw(st.integers(0, len(model.idle) + 1), label="n")
+            protected = data.draw(protected_sets(), label="protected")
+            assert oracle.eligible_count(protected) == len(eligible(model, protected))
+            assert oracle.lru_victims(n, protected) == ops.evict(model, n, protected)[1]
+            model, victims = ops.evict(model, n, protected)
+            assert oracle.evict(n, protected) == victims
+        elif op == "judge":
+            n = data.draw(st.integers(0, 4), label="n")
+            protected = data.draw(protected_sets(), label="protected")
+            victims = data.draw(st.none() | st.lists(keys(), max_size=5), label="victims")
+            assert oracle.evict_violation(n, protected, victims) == evict_violation(
+                model, n, protected, victims
+            )
+        else:
+            model = ops.clear(model)
+            oracle.clear()
+        assert oracle.to_state() == model, op
+
+
+# -- the action source -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bursts_and_single_actions_stay_inside_the_caller_contract(seed: int) -> None:
+    source = ActionSource(random.Random(seed), pool=12, capacity=8)
+    harness = Lockstep(LRU, get_profile("lru"), 8, observe=False)
+    for index in range(400):
+        actions = source.burst(harness.state) if index % 2 else [source.next(harness.state)]
+        for action in actions:
+            assert is_legal(harness.state, action), (action, harness.state)
+            harness.apply(action)
+
+
+def test_the_fast_engine_keeps_large_caches_busy() -> None:
+    run = run_fast(LRU, get_profile("lru"), 0, 0, 64, examples=6)
+    assert run.counts["mean_keys"] >= 40, run.counts
+    assert run.counts["mean_idle"] >= 20, run.counts
+
+
+# -- passing --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("profile", ["lru", "core"])
+def test_reference_lru_passes(profile: str) -> None:
+    run = run_fast(LRU, get_profile(profile), 0, 1, 64, examples=10)
+    assert run.findings == [] and run.error is None
+    assert run.steps >= 5000 and run.examples == 10
+    assert run.checked["EVICT-IDLE-ONLY"] > 0 and run.checked["INSERT-ADDS"] > 0
+
+
+def test_other_refinements_run_through_the_model_and_its_hooks() -> None:
+    subject = subject_from_class(ARCCachePolicy)
+    run = run_fast(subject, get_profile("arc"), 0, 0, 16, examples=2)
+    assert run.findings == [] and run.error is None
+    assert any("no fast oracle" in note for note in run.notes)
+    assert run.checked["ARC-EVICT-ORDER"] > 0
+
+
+# -- finding, shrinking, naming -------------------------------------------------------
+
+
+class IgnoresProtected(LRUCachePolicy[Any, Any]):
+    def evict(self, n: int, protected: Collection[Any]) -> Any:
+        return super().evict(n, set())
+
+
+class EvictsInFlight(LRUCachePolicy[Any, Any]):
+    def evict(self, n: int, protected: Collection[Any]) -> Any:
+        if n == 0:
+            return []
+        chosen = [k for k, b in self.blocks.items() if b.ref_cnt <= 0 and k not in protected]
+        if len(chosen) < n:
+            return None
+        for key in chosen[:n]:
+            self.evictable_blocks.pop(key, None)
+        return [(key, self.blocks.pop(key)) for key in chosen[:n]]
+
+
+class DropsOnShortage(LRUCachePolicy[Any, Any]):
+    """Deletes victims as it finds them; None on shortage (BUGS.md V2)."""
+
+    def evict(self, n: int, protected: Collection[Any]) -> Any:
+        if n == 0:
+            return []
+        out = []
+        for key in list(self.evictable_blocks):
+            if key not in protected:
+                del self.evictable_blocks[key]
+                out.append((key, self.blocks.pop(key)))
+                if len(out) == n:
+                    return out
+        return None
+
+
+class TouchesForward(LRUCachePolicy[Any, Any]):
+    def touch(self, keys: Iterable[Any]) -> None:
+        for key in keys:
+            if key in self.evictable_blocks:
+                self.evictable_blocks.move_to_end(key)
+
+
+class WritesRefCnt(LRUCachePolicy[Any, Any]):
+    def mark_evictable(self, key: Any) -> None:
+        super().mark_evictable(key)
+        self.blocks[key].ref_cnt = 0 if self.blocks[key].block_id % 5 else 7
+
+
+class OneShort(LRUCachePolicy[Any, Any]):
+    def evict(self, n: int, protected: Collection[Any]) -> Any:
+        result = super().evict(n, protected)
+        return result[:-1] if result and n >= 3 else result
+
+
+class RemoveKeepsSome(LRUCachePolicy[Any, Any]):
+    def remove(self, key: Any) -> None:
+        if self.blocks[key].block_id % 3 != 2:
+            super().remove(key)
+
+
+class RefusesBigEvictions(LRUCachePolicy[Any, Any]):
+    def evict(self, n: int, protected: Collection[Any]) -> Any:
+        return None if n > 3 else super().evict(n, protected)
+
+
+@pytest.mark.parametrize(
+    ("policy", "profile", "requirement", "longest"),
+    [
+        (IgnoresProtected, "lru", "EVICT-UNPROTECTED", 4),
+        (IgnoresProtected, "core", "EVICT-UNPROTECTED", 4),
+        (EvictsInFlight, "core", "EVICT-IDLE-ONLY", 3),
+        (DropsOnShortage, "core", "EVICT-ATOMIC", 4),
+        (TouchesForward, "lru", "LRU-EVICT-ORDER", 8),
+        (WritesRefCnt, "core", "BLOCK-NO-WRITE", 3),
+        (OneShort, "core", "EVICT-EXACT-N", 8),
+        (RemoveKeepsSome, "core", "REMOVE-DROPS", 5),
+        (RefusesBigEvictions, "lru", "LRU-LIVENESS", 10),
+    ],
+    ids=lambda v: v.__name__ if isinstance(v, type) else str(v),
+)
+def test_a_planted_fault_is_found_shrunk_and_named(
+    policy: type, profile: str, requirement: str, longest: int
+) -> None:
+    run = run_fast(subject_from_class(policy), get_profile(profile), 20.0, 0, 64)
+    assert run.error is None
+    assert [f.requirement for f in run.findings] == [requirement]
+    finding = run.findings[0]
+    assert finding.shrunk and finding.engine == "fast"
+    assert 1 <= len(finding.trace) <= longest, finding.trace
+
+
+def test_a_should_failure_is_reported_and_the_run_goes_on() -> None:
+    run = run_fast(subject_from_class(RefusesBigEvictions), get_profile("core"), 0, 0, 64,
+                   examples=20)
+    assert [f.requirement for f in run.findings] == ["EVICT-LIVENESS"]
+    assert run.examples == 20
+
+
+class FailsOnlyInItsFirstLife(LRUCachePolicy[Any, Any]):
+    """Breaks get the first time the class is used, never again: the full
+    harness cannot reproduce what the fast engine saw."""
+
+    lives = 0
+
+    def __init__(self, cache_capacity: int) -> None:
+        super().__init__(cache_capacity)
+        type(self).lives += 1
+        self.first = type(self).lives == 1
+
+    def get(self, key: Any) -> Any:
+        return None if self.first else super().get(key)
+
+
+def test_a_difference_the_harness_cannot_reproduce_is_an_error_not_a_verdict() -> None:
+    run = run_fast(subject_from_class(FailsOnlyInItsFirstLife), get_profile("core"), 0, 0, 16,
+                   examples=1)
+    assert run.findings == []
+    assert run.error is not None and "does not reproduce" in run.error
+
+
+# -- determinism and counting ----------------------------------------------------------
+
+
+class _Recording:
+    """Forwards to a reference LRU and logs every call."""
+
+    def __init__(self, log: list[tuple[str, Any]], capacity: int) -> None:
+        self._policy: LRUCachePolicy[Any, Any] = LRUCachePolicy(capacity)
+        self._log = log
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._policy, name)
+
+        def call(*args: Any) -> Any:
+            self._log.append((name, args[0] if args and name != "insert" else args[:1]))
+            return method(*args)
+
+        return call
+
+
+def _recording(log: list[tuple[str, Any]]) -> Subject:
+    return replace(LRU, build=lambda capacity: _Recording(log, capacity))  # type: ignore[arg-type,return-value]
+
+
+def test_the_same_seed_makes_the_same_calls() -> None:
+    first: list[tuple[str, Any]] = []
+    second: list[tuple[str, Any]] = []
+    run_fast(_recording(first), get_profile("lru"), 0, 7, 32, examples=3)
+    run_fast(_recording(second), get_profile("lru"), 0, 7, 32, examples=3)
+    assert first == second and len(first) > 1000
+
+
+def test_calls_counts_every_policy_call_and_the_report_sums_them() -> None:
+    log: list[tuple[str, Any]] = []
+    run = run_fast(_recording(log), get_profile("core"), 0, 3, 32, examples=2)
+    assert run.calls == len(log)
+    report = run_check(LRU, get_profile("lru"), budget=1.0, engines=["fast", "stateful"])
+    engines = report.stats["engines"]
+    assert report.stats["calls"] == sum(e["calls"] for e in engines.values())
+    assert engines["fast"]["calls"] > engines["stateful"]["calls"] > 0
