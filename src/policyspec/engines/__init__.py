@@ -50,3 +50,23 @@ def _stateful(subject: Subject, profile: Profile, seconds: float, seed: int, cap
 
 
 register_engine(Engine("stateful", _stateful, 0.5))
+
+
+def _manager(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
+             ) -> EngineRun:
+    from policyspec.engines.manager import run_manager
+
+    return run_manager(subject, profile, seconds, seed, capacity)
+
+
+register_engine(Engine("manager", _manager, 0.25))
+
+
+def _metamorphic(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
+                 ) -> EngineRun:
+    from policyspec.engines.metamorphic import run_metamorphic
+
+    return run_metamorphic(subject, profile, seconds, seed, capacity)
+
+
+register_engine(Engine("metamorphic", _metamorphic, 0.2))

@@ -1,0 +1,483 @@
+"""The manager-level Hypothesis state machine (spec/manager.md).
+
+Where the policy machine calls the policy API directly, this one plays
+vLLM's seed-era CPU offloading manager (CONTRACT 2A, C1-C12): requests whose
+key lists share prefixes are stored, completed or failed, loaded, touched,
+looked up and reset, with the manager's block-id pool and idle counter kept
+beside the policy. Every policy call still goes through the Lockstep
+harness, so all policy-level checks apply; on top, the manager's own promises
+are checked: MANAGER-BLOCK-IDS, MANAGER-IDLE-COUNT, MANAGER-NO-LOST-DATA.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, ClassVar, cast
+
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.internal.conjecture import engine as conjecture
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+
+from policyspec.engines.result import EngineRun
+from policyspec.engines.stateful import MachineStats, PolicyMachine, run_machine
+from policyspec.harness import Lockstep, failure_type
+from policyspec.model.actions import Action, is_legal
+from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.profiles import Profile
+from policyspec.subject import Subject
+
+__all__ = [
+    "ManagerMachine",
+    "ManagerOptions",
+    "manager_machine",
+    "request_keys",
+    "requests",
+    "run_manager",
+]
+
+FAMILIES = 4
+"""Requests come in families; one family's requests share a trunk prefix."""
+BRANCHES = 3
+"""Past its trunk a request follows one of a few branches."""
+MAX_REQUEST = 24
+"""Longest request, in blocks."""
+
+
+def request_keys(family: int, branch: int, length: int) -> tuple[int, ...]:
+    """The model keys of a request: family ``f`` shares its first
+    ``4 + 6 f`` keys (``100 f + i``) with every request of the family, then
+    branch ``b`` continues with keys ``100 f + 25 (b + 1) + i``. Distinct
+    (family, branch, position) give distinct keys, all below 400."""
+    trunk = 4 + 6 * family
+    base = 100 * family
+    return tuple(
+        base + i if i < trunk else base + 25 * (branch + 1) + i for i in range(length)
+    )
+
+
+@cache
+def requests(longest: int) -> st.SearchStrategy[tuple[int, ...]]:
+    """Key lists of requests of 1..longest blocks."""
+    return st.builds(
+        request_keys,
+        st.integers(0, FAMILIES - 1),
+        st.integers(0, BRANCHES - 1),
+        st.integers(1, max(1, longest)),
+    )
+
+
+@dataclass(frozen=True)
+class ManagerOptions:
+    """How the machine's harness checks."""
+
+    observe: bool = False
+    """The harness's presence sweep after every call; off by default (4x
+    more examples): the audit after every manager step checks the blocks the
+    manager holds instead."""
+    fatal: Callable[[str], bool] | None = None
+    """Which failures raise (the harness's default: MUST ones); it decides
+    for the manager's checks too."""
+
+
+class ManagerMachine(RuleBasedStateMachine):
+    """vLLM's manager around one policy: an id pool of ``capacity`` ids, an
+    idle counter, pending store and load jobs, all driven by requests."""
+
+    subject: ClassVar[Subject]
+    profile: ClassVar[Profile]
+    capacity: ClassVar[int] = 64
+    options: ClassVar[ManagerOptions] = ManagerOptions()
+    stats: ClassVar[MachineStats]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.h = Lockstep(
+            self.subject,
+            self.profile,
+            self.capacity,
+            observe=self.options.observe,
+            fatal=self.options.fatal,
+        )
+        self.h.allocator = self._allocate
+        self.fresh = 0
+        """Next never-used id; ids below it were handed out at least once."""
+        self.free: list[int] = []
+        """Freed ids, reused most recently freed first (C1)."""
+        self.owner: dict[int, int] = {}
+        """Block id -> model key, for every id handed out and not freed."""
+        self.held: dict[int, Any] = {}
+        """Model key -> the block the manager built for it and still counts as live."""
+        self.idle_count = 0
+        """_num_evictable_cache_blocks (C12)."""
+        self.stores: list[tuple[int, ...]] = []
+        self.loads: list[tuple[int, ...]] = []
+        self.stats.examples += 1
+
+    def teardown(self) -> None:
+        self.stats.calls += self.h.calls
+        self.stats.checked.update(self.h.checked)
+        for failure in self.h.soft:
+            if all(f.requirement != failure.requirement for f in self.stats.soft):
+                self.stats.soft.append(failure)
+
+    # -- manager bookkeeping --------------------------------------------------
+
+    def _fail(self, requirement: str, message: str) -> None:
+        failure = failure_type(requirement)(requirement, message, tuple(self.h.trace))
+        if self.h.fatal(requirement):
+            raise failure
+        if all(f.requirement != requirement for f in self.h.soft):
+            self.h.soft.append(failure)
+
+    def _apply(self, action: Action) -> object:
+        self.stats.steps += 1
+        return self.h.apply(action)
+
+    def _free_ids(self) -> int:
+        return self.capacity - self.fresh + len(self.free)
+
+    def _allocate(self, key: int) -> int:
+        """The manager's pool (C1): fresh ids first, then freed ids, LIFO."""
+        if self.free:
+            block_id = self.free.pop()
+        else:
+            block_id = self.fresh
+            self.fresh += 1
+        self.h.checked["MANAGER-BLOCK-IDS"] += 1
+        for other, (ref, other_id) in self.h.written.items():
+            if other_id == block_id:
+                self._fail(
+                    "MANAGER-BLOCK-IDS",
+                    f"the manager hands block id {block_id} to key {key}, but present key "
+                    f"{other} (ref_cnt {ref}) still has it: the id was freed for a block that "
+                    "is still in use, so two blocks now share it",
+                )
+        self.owner[block_id] = key
+        return block_id
+
+    def _change_idle(self, delta: int, why: str) -> None:
+        self.idle_count += delta
+        self.h.checked["MANAGER-IDLE-COUNT"] += 1
+        if self.idle_count < 0:
+            self._fail(
+                "MANAGER-IDLE-COUNT",
+                f"the manager's idle counter went to {self.idle_count} after {why}; it "
+                "counts present blocks with ref_cnt 0 and must never go below 0",
+            )
+
+    def _free_victims(self, raw: object, n: int) -> None:
+        """What vLLM's manager does with evict's answer: free each returned
+        block's id and lower the idle counter by the number returned."""
+        if not isinstance(raw, list):
+            return  # the harness has reported the shape
+        freed: set[int] = set()
+        for item in raw:
+            if not (isinstance(item, tuple) and len(item) == 2):
+                continue
+            real, block = item
+            k = self.h.model_key(real)
+            mine = self.held.get(k) if k is not None else None
+            ref = None if mine is None else mine.ref_cnt
+            self.h.checked["MANAGER-NO-LOST-DATA"] += 1
+            if mine is not None and ref != IDLE:
+                what = "in flight (a store still writes it)" if ref == IN_FLIGHT else (
+                    f"being read by {ref} load(s)"
+                )
+                self._fail(
+                    "MANAGER-NO-LOST-DATA",
+                    f"evict({n}, ...) returned key {k}, whose block is {what}: its data is "
+                    "lost and its id goes back to the pool while still in use",
+                )
+            self._free_id(k, block, ref, freed, n)
+        self._change_idle(-len(raw), f"evict returned {len(raw)} victim(s)")
+
+    def _free_id(
+        self, k: int | None, block: object, ref: int | None, freed: set[int], n: int
+    ) -> None:
+        block_id = getattr(block, "block_id", None)
+        self.h.checked["MANAGER-BLOCK-IDS"] += 1
+        problem = None
+        if not isinstance(block_id, int) or block_id in freed:
+            problem = f"block id {block_id!r} twice in one eviction"
+        elif block_id not in self.owner:
+            problem = f"block id {block_id}, which is not in use (already free or never given)"
+        elif self.owner[block_id] != k:
+            problem = (
+                f"block id {block_id} for key {k}, but that id belongs to key "
+                f"{self.owner[block_id]}"
+            )
+        elif ref != IDLE:
+            problem = f"block id {block_id} of key {k}, whose block has ref_cnt {ref}, not 0"
+        if problem is not None:
+            self._fail(
+                "MANAGER-BLOCK-IDS",
+                f"after evict({n}, ...) the manager frees {problem}; every freed id must "
+                "belong to an idle victim",
+            )
+        if isinstance(block_id, int) and block_id in self.owner and block_id not in freed:
+            freed.add(block_id)
+            self.held.pop(self.owner.pop(block_id), None)
+            self.free.append(block_id)
+
+    def _release(self, k: int) -> None:
+        """Free the id of key ``k`` after a failed store removed it."""
+        block = self.held.pop(k)
+        self.owner.pop(block.block_id, None)
+        self.free.append(block.block_id)
+
+    def _peek(self, k: int) -> object:
+        """The policy's get for an audit (an observation, like the
+        harness's presence checks; not part of the trace)."""
+        self.h.calls += 1
+        try:
+            return self.h.policy.get(self.h.key(k))
+        except Exception as exc:  # the policy's own fault
+            self._fail("API-NO-RAISE", f"get(key {k}) raised {type(exc).__name__}: {exc}")
+            return None
+
+    def _audit(self) -> None:
+        """Between two manager steps: every block the manager holds is still
+        the policy's block for its key, and the idle counter equals the number
+        of them the policy holds with ref_cnt 0."""
+        checked = self.h.checked
+        checked["MANAGER-NO-LOST-DATA"] += 1
+        checked["MANAGER-IDLE-COUNT"] += 1
+        idle = 0
+        for k, block in list(self.held.items()):
+            ref: int = block.ref_cnt
+            got = self._peek(k)
+            if got is block:
+                idle += ref == IDLE
+            elif got is not None:
+                self._fail(
+                    "MANAGER-NO-LOST-DATA",
+                    f"get({k}) returns {got!r}, not the block the manager stored for key {k} "
+                    f"({block!r}): a lookup would load another block's data",
+                )
+            elif ref != IDLE:
+                state = "in flight" if ref == IN_FLIGHT else "being read"
+                self._fail(
+                    "MANAGER-NO-LOST-DATA",
+                    f"key {k} is gone although its block is {state} (ref_cnt {ref}); only "
+                    "the manager may drop it",
+                )
+        if idle != self.idle_count:
+            self._fail(
+                "MANAGER-IDLE-COUNT",
+                f"the manager's idle counter is {self.idle_count}, but the policy holds "
+                f"{idle} of the manager's blocks with ref_cnt 0 (C12)",
+            )
+
+    # -- manager operations ---------------------------------------------------
+
+    def _prepare_store(self, keys: Sequence[int]) -> tuple[int, ...] | None:
+        """prepare_store(keys): look up, make room, insert in offer order."""
+        h = self.h
+        for k in keys:
+            self._apply(("get", k))
+        to_store = [k for k in keys if k not in h.state.refs]
+        need = len(to_store) - self._free_ids()
+        if need > 0:
+            if need > self.idle_count:
+                note(f"prepare_store {list(keys)}: needs {need} victims, only "
+                     f"{self.idle_count} idle -> refused without calling evict")
+                return None
+            self._apply(("evict", need, frozenset(keys)))
+            raw = h.last_evict
+            if raw is None:
+                note(f"prepare_store {list(keys)}: evict({need}) refused")
+                return None
+            self._free_victims(raw, need)
+        inserted: list[int] = []
+        for k in to_store:
+            action = ("insert", k, IN_FLIGHT)
+            if not self._free_ids() or not is_legal(h.state, action):
+                break  # only after a fault the harness has already recorded
+            self._apply(action)
+            if k in h.blocks:
+                self.held[k] = h.blocks[k]
+                inserted.append(k)
+            else:  # the insert raised: give the id back
+                block_id = next(i for i, o in self.owner.items() if o == k)
+                del self.owner[block_id]
+                self.free.append(block_id)
+        note(f"prepare_store {list(keys)}: stores {inserted}"
+             + (f" after evicting {need}" if need > 0 else ""))
+        if inserted:
+            self.stores.append(tuple(inserted))
+        return tuple(inserted)
+
+    def _complete_store(self, job: tuple[int, ...], success: bool) -> None:
+        """complete_store: success readies the keys still in flight, failure
+        removes them and frees their ids; ready keys are left alone (C3, C5)."""
+        note(f"complete_store {list(job)} {'succeeds' if success else 'fails'}")
+        for k in job:
+            if k not in self.held or self.h.state.refs.get(k) != IN_FLIGHT:
+                continue
+            if success:
+                self._apply(("finish_store", k))
+                self._change_idle(+1, f"mark_evictable({k})")
+            else:
+                self._apply(("remove", k))
+                self._release(k)
+
+    # -- rules ----------------------------------------------------------------
+
+    def _request(self, data: st.DataObject) -> tuple[int, ...]:
+        """Requests are at most half the cache (and at most MAX_REQUEST) long."""
+        longest = min(MAX_REQUEST, self.capacity // 2)
+        return data.draw(requests(longest), label="request")
+
+    @rule(data=st.data())
+    def prepare_store(self, data: st.DataObject) -> None:
+        keys = self._request(data)
+        self._prepare_store(keys)
+        self._audit()
+
+    @rule(data=st.data())
+    def store_request(self, data: st.DataObject) -> None:
+        """A store whose job completes at once: fills the cache with idle blocks."""
+        keys = self._request(data)
+        job = self._prepare_store(keys)
+        if job:
+            self.stores.pop()
+            self._complete_store(job, True)
+        self._audit()
+
+    @precondition(lambda self: bool(self.stores))
+    @rule(data=st.data(), success=st.booleans())
+    def complete_store(self, data: st.DataObject, success: bool) -> None:
+        index = data.draw(st.integers(0, len(self.stores) - 1), label="job")
+        self._complete_store(self.stores.pop(index), success)
+        self._audit()
+
+    @rule(data=st.data())
+    def prepare_load(self, data: st.DataObject) -> None:
+        """The scheduler loads the hit prefix: leading keys present and ready."""
+        keys = self._request(data)
+        refs = self.h.state.refs
+        hits: list[int] = []
+        for k in keys:
+            if k not in self.held or refs.get(k, IN_FLIGHT) < IDLE:
+                break
+            hits.append(k)
+        note(f"prepare_load {list(keys)}: loads {hits}")
+        for k in hits:
+            if refs[k] == IDLE:
+                self._change_idle(-1, f"mark_non_evictable({k})")
+            self._apply(("start_read", k))
+        if hits:
+            self.loads.append(tuple(hits))
+        self._audit()
+
+    @precondition(lambda self: bool(self.loads))
+    @rule(data=st.data())
+    def complete_load(self, data: st.DataObject) -> None:
+        index = data.draw(st.integers(0, len(self.loads) - 1), label="job")
+        job = self.loads.pop(index)
+        note(f"complete_load {list(job)}")
+        for k in job:
+            action = ("end_read", k)
+            if k not in self.held or not is_legal(self.h.state, action):
+                continue  # only after a fault already recorded
+            self._apply(action)
+            if self.h.state.refs.get(k) == IDLE:
+                self._change_idle(+1, f"mark_evictable({k})")
+        self._audit()
+
+    @rule(data=st.data())
+    def touch(self, data: st.DataObject) -> None:
+        """The scheduler touches every key of a request, absent ones too (C7)."""
+        keys = self._request(data)
+        note(f"touch {list(keys)}")
+        self._apply(("touch", keys))
+        self._audit()
+
+    @rule(data=st.data())
+    def lookup(self, data: st.DataObject) -> None:
+        """lookup: get each key until the first miss (C8)."""
+        keys = self._request(data)
+        hits = 0
+        for k in keys:
+            self._apply(("get", k))
+            if k not in self.h.state.refs:
+                break
+            hits += 1
+        note(f"lookup {list(keys)}: {hits} hit(s)")
+        self._audit()
+
+    @precondition(lambda self: self.subject.has("clear") and bool(self.held))
+    @rule(data=st.data())
+    def reset(self, data: st.DataObject) -> None:
+        """reset_cache (C9), rare on purpose: clear, counter to 0, pool
+        refilled, pending jobs dropped."""
+        if data.draw(st.integers(0, 7), label="reset?") != 0:
+            return
+        note("reset_cache")
+        self._apply(("clear",))
+        self.idle_count = 0
+        self.fresh = 0
+        self.free.clear()
+        self.owner.clear()
+        self.held.clear()
+        self.stores.clear()
+        self.loads.clear()
+        self._audit()
+
+
+def manager_machine(
+    subject: Subject,
+    profile: Profile,
+    *,
+    capacity: int = 64,
+    observe: bool = False,
+    fatal: Callable[[str], bool] | None = None,
+) -> type[ManagerMachine]:
+    """A manager machine class bound to one subject and profile. ``fatal``
+    is handed to the harness (and decides for the manager checks too)."""
+    attrs: dict[str, Any] = {
+        "subject": subject,
+        "profile": profile,
+        "capacity": capacity,
+        "options": ManagerOptions(observe, fatal),
+        "stats": MachineStats(),
+    }
+    return type(f"ManagerMachineFor_{profile.name}", (ManagerMachine,), attrs)
+
+
+def run_manager(
+    subject: Subject,
+    profile: Profile,
+    seconds: float,
+    seed: int,
+    capacity: int,
+    *,
+    fatal: Callable[[str], bool] | None = None,
+    observe: bool = False,
+    steps: int = 40,
+) -> EngineRun:
+    """The manager engine: run the machine for ``seconds`` (Engine.run signature)."""
+    machine = manager_machine(subject, profile, capacity=capacity, observe=observe, fatal=fatal)
+    with _shrinking_for(seconds):
+        # run_machine only reads the class's ``stats`` and runs it as a state machine.
+        return run_machine(
+            cast("type[PolicyMachine]", machine), engine="manager", seed=seed, seconds=seconds,
+            steps=steps, chunk=10,
+        )
+
+
+@contextmanager
+def _shrinking_for(seconds: float) -> Iterator[None]:
+    """Hypothesis shrinks one failure for up to five minutes; a manager
+    example is costly to replay, so the engine's own budget bounds that here
+    (the constant is documented as monkeypatchable)."""
+    old = conjecture.MAX_SHRINKING_SECONDS
+    conjecture.MAX_SHRINKING_SECONDS = max(2, round(seconds))
+    try:
+        yield
+    finally:
+        conjecture.MAX_SHRINKING_SECONDS = old

@@ -1,0 +1,608 @@
+"""Metamorphic relations: faults core can catch without knowing a policy's
+order (issue 3, item 3).
+
+For a deterministic policy, some changes to a call sequence must not change
+any result: a ``get`` anywhere (GET-PURE), touching nothing or only keys
+never inserted (TOUCH-ABSENT-NEUTRAL), ``evict(0, ...)`` (EVICT-ZERO),
+absent keys in ``protected`` (EVICT-PROTECTED-ABSENT-NEUTRAL), an ``evict``
+that must fail (EVICT-ATOMIC), and running after ``clear()`` instead of on a
+fresh instance (CLEAR-FRESH). The engine draws a legal sequence S for this
+very policy, probes determinism (S twice), then replays each transformed
+sequence and compares the results of S's steps; a difference is shrunk and
+reported under the relation's requirement id. Replays use a lean runner (the
+manager's calls and ref_cnt writes, no model) for speed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from policyspec.engines.generate import ActionSource
+from policyspec.engines.render import describe
+from policyspec.engines.result import EngineRun, Finding
+from policyspec.engines.shrink import shrink
+from policyspec.harness import Aborted, ConformanceFailure, Lockstep
+from policyspec.harness.watchdog import CallTimeout
+from policyspec.harness.watchdog import current as watch
+from policyspec.model.actions import Action, expand, is_legal
+from policyspec.model.evict import evict_violation
+from policyspec.model.state import IDLE, State
+from policyspec.profiles import Profile, get_profile
+from policyspec.subject import Subject
+
+__all__ = ["RELATIONS", "Relation", "Step", "replay", "run_metamorphic"]
+
+POOL = 48
+"""Keys S may insert are 0..POOL-1 (as the policy machine)."""
+ABSENT = (POOL + 50, POOL + 51, POOL + 52)
+"""Keys no sequence ever inserts (S names at most POOL + 3)."""
+
+_ANY: Any = object()
+"""Expectation of an added call whose result is not compared."""
+
+Output = object
+"""What one step gave: a get's presence (bool), an evict's victims (tuple of
+model keys, or None), ``"raised X"`` / ``"did not return"``, else None."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One call of a transformed sequence: ``origin`` is the index of the step
+    of S it stands for (its result must equal S's), None for an added call,
+    whose result must equal ``expect`` unless that is ``_ANY``; ``refs`` is
+    the state before an added call (to name the requirement it breaks)."""
+
+    action: Action
+    origin: int | None
+    expect: Output = _ANY
+    refs: Mapping[int, int] | None = None
+
+
+@dataclass
+class _Keys:
+    """Real keys made once per engine run and shared by every replay."""
+
+    subject: Subject
+    real: dict[int, Hashable] = field(default_factory=dict)
+    model: dict[Hashable, int] = field(default_factory=dict)
+
+    def __call__(self, k: int) -> Hashable:
+        real = self.real.get(k)
+        if real is None:
+            real = self.subject.make_key(k)
+            self.real[k] = real
+            self.model[real] = k
+        return real
+
+    def back(self, real: object) -> int | str:
+        """The model key of a real key the policy returned ("?..." if unknown)."""
+        try:
+            k = self.model.get(real)
+        except TypeError:  # unhashable
+            k = None
+        return f"?{real!r}" if k is None else k
+
+
+@dataclass
+class _Result:
+    outputs: list[Output]
+    snapshots: list[dict[int, int]]
+    """The ref counts after each step (kept only when asked for)."""
+    legal: bool
+    calls: int
+
+
+class _Runner:
+    """Replays actions on a fresh policy as the manager would: expands each
+    action, writes ref_cnt, calls the policy directly. No model, no checks."""
+
+    def __init__(self, subject: Subject, capacity: int, keys: _Keys) -> None:
+        self.subject = subject
+        self.policy = subject.build(capacity)
+        self.state = State(capacity=capacity)
+        self.blocks: dict[int, Any] = {}
+        self.keys = keys
+        self.has_mark = subject.has("mark")
+        self.next_id = 0
+        self.calls = 0
+
+    def step(self, action: Action) -> Output:
+        out: Output = None
+        for primitive in expand(self.state, action):
+            out = self._primitive(primitive)
+        return out
+
+    def _call(self, op: str, method: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
+        self.calls += 1
+        watch.op, watch.since = op, time.monotonic()
+        try:
+            return True, method(*args)
+        except CallTimeout:
+            return False, "did not return"
+        except Exception as exc:  # the policy's fault is a result like any other
+            return False, f"raised {type(exc).__name__}"
+        finally:
+            watch.op = None
+
+    def _primitive(self, call: Action) -> Output:
+        op, refs, key = call[0], self.state.refs, self.keys
+        if op == "set_ref":
+            self.blocks[call[1]].ref_cnt = call[2]
+            refs[call[1]] = call[2]
+            return None
+        if op == "insert":
+            k, ref = call[1], call[2]
+            block = self.subject.make_block(ref, self.next_id)
+            self.next_id += 1
+            ok, out = self._call(op, self.policy.insert, key(k), block)
+            if ok:
+                refs[k], self.blocks[k] = ref, block
+            return None if ok else out
+        if op == "get":
+            ok, out = self._call(op, self.policy.get, key(call[1]))
+            return (out is not None) if ok else out
+        if op == "evict":
+            ok, out = self._call(op, self.policy.evict, call[1], {key(k) for k in call[2]})
+            return self._victims(out) if ok else out
+        if op == "touch":
+            ok, out = self._call(op, self.policy.touch, [key(k) for k in call[1]])
+        elif op == "remove":
+            ok, out = self._call(op, self.policy.remove, key(call[1]))
+            if ok:
+                refs.pop(call[1], None)
+                self.blocks.pop(call[1], None)
+        elif op == "clear":
+            ok, out = self._call(op, self.policy.clear)
+            if ok:
+                refs.clear()
+                self.blocks.clear()
+        elif self.has_mark:  # mark_evictable / mark_non_evictable
+            ok, out = self._call(op, getattr(self.policy, op), key(call[1]))
+        else:
+            ok, out = True, None
+        return None if ok else out
+
+    def _victims(self, result: object) -> Output:
+        if result is None:
+            return None
+        if not isinstance(result, list):
+            return f"returned {type(result).__name__}"
+        victims: list[int | str] = []
+        for item in result:
+            if not (isinstance(item, tuple) and len(item) == 2):
+                return f"returned item {type(item).__name__}"
+            k = self.keys.back(item[0])
+            victims.append(k)
+            if isinstance(k, int):
+                self.state.refs.pop(k, None)
+                self.blocks.pop(k, None)
+        return tuple(victims)
+
+
+def replay(
+    subject: Subject,
+    capacity: int,
+    keys: _Keys,
+    steps: Sequence[Step],
+    *,
+    baseline: Sequence[Output] | None = None,
+    snapshots: bool = False,
+) -> _Result:
+    """Run ``steps`` on a fresh policy. With ``baseline`` (S's outputs) stop at
+    the first step whose result differs from what it must be. A step the
+    caller contract forbids ends the run with ``legal=False``."""
+    runner = _Runner(subject, capacity, keys)
+    outputs: list[Output] = []
+    snaps: list[dict[int, int]] = []
+    for step in steps:
+        if not is_legal(runner.state, step.action):
+            return _Result(outputs, snaps, False, runner.calls)
+        out = runner.step(step.action)
+        outputs.append(out)
+        if snapshots:
+            snaps.append(dict(runner.state.refs))
+        if baseline is not None and _differs(step, out, baseline):
+            break
+    return _Result(outputs, snaps, True, runner.calls)
+
+
+def _differs(step: Step, out: Output, baseline: Sequence[Output]) -> bool:
+    if step.origin is not None:
+        return out != baseline[step.origin]
+    return step.expect is not _ANY and out != step.expect
+
+
+def _plain(sequence: Sequence[Action]) -> list[Step]:
+    return [Step(action, index) for index, action in enumerate(sequence)]
+
+
+# -- the relations ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Context:
+    capacity: int
+    prefix: tuple[Action, ...] = ()
+    """CLEAR-FRESH's history before the clear."""
+
+
+Transform = Callable[[Sequence[Action], Sequence[Mapping[int, int]], _Context], list[Step]]
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A transformation of S that must leave the results of S's steps alone."""
+
+    requirement: str
+    change: str
+    """The transformation, for messages ("a get of every present key after each action")."""
+    transform: Transform
+    needs: str | None = None
+
+
+def _after_each(
+    make: Callable[[int, Mapping[int, int], _Context], list[Step]],
+) -> Transform:
+    def transform(
+        sequence: Sequence[Action], snaps: Sequence[Mapping[int, int]], ctx: _Context
+    ) -> list[Step]:
+        steps: list[Step] = []
+        for index, action in enumerate(sequence):
+            steps.append(Step(action, index))
+            steps.extend(make(index, snaps[index], ctx))
+        return steps
+
+    return transform
+
+
+def _gets(index: int, refs: Mapping[int, int], ctx: _Context) -> list[Step]:
+    return [Step(("get", k), None) for k in (*sorted(refs), ABSENT[0])]
+
+
+def _absent_touches(index: int, refs: Mapping[int, int], ctx: _Context) -> list[Step]:
+    return [Step(("touch", ()), None), Step(("touch", ABSENT), None)]
+
+
+def _zero_evicts(index: int, refs: Mapping[int, int], ctx: _Context) -> list[Step]:
+    some = frozenset(sorted(refs)[:3]) | {ABSENT[0]}
+    return [
+        Step(("evict", 0, frozenset()), None, (), refs),
+        Step(("evict", 0, some), None, (), refs),
+    ]
+
+
+def _failing_evict(index: int, refs: Mapping[int, int], ctx: _Context) -> list[Step]:
+    """capacity + 1 on even steps; on odd ones, one more than the eligible
+    keys with every other idle key protected (gets past a size shortcut)."""
+    idle = [k for k, r in refs.items() if r == IDLE]
+    if index % 2 and idle:
+        protected = frozenset(idle[::2])
+        n = len(idle) - len(protected) + 1
+    else:
+        protected, n = frozenset(), ctx.capacity + 1
+    return [Step(("evict", n, protected), None, None, refs)]
+
+
+def _protect_absent(
+    sequence: Sequence[Action], snaps: Sequence[Mapping[int, int]], ctx: _Context
+) -> list[Step]:
+    return [
+        Step(("evict", a[1], a[2] | frozenset(ABSENT)) if a[0] == "evict" else a, index)
+        for index, a in enumerate(sequence)
+    ]
+
+
+def _after_clear(
+    sequence: Sequence[Action], snaps: Sequence[Mapping[int, int]], ctx: _Context
+) -> list[Step]:
+    head = [Step(action, None) for action in (*ctx.prefix, ("clear",))]
+    return head + _plain(sequence)
+
+
+RELATIONS = (
+    Relation("GET-PURE", "a get of every present key after each action", _after_each(_gets)),
+    Relation(
+        "TOUCH-ABSENT-NEUTRAL",
+        f"touch([]) and touch({list(ABSENT)}) (keys never inserted) after each action",
+        _after_each(_absent_touches),
+    ),
+    Relation("EVICT-ZERO", "evict(0, ...) after each action", _after_each(_zero_evicts)),
+    Relation(
+        "EVICT-PROTECTED-ABSENT-NEUTRAL",
+        f"keys never inserted {list(ABSENT)} added to every protected set",
+        _protect_absent,
+    ),
+    Relation(
+        "EVICT-ATOMIC", "an evict that must fail after each action", _after_each(_failing_evict)
+    ),
+    Relation(
+        "CLEAR-FRESH", "another history and clear() before it", _after_clear, needs="clear"
+    ),
+)
+
+
+# -- finding and judging a difference -----------------------------------------
+
+
+@dataclass(frozen=True)
+class _Difference:
+    requirement: str
+    message: str
+    trace: tuple[Action, ...]
+    needs: int
+    """How many steps of S the difference needs (the rest can go)."""
+
+
+class _Judge:
+    """Runs one relation on sequences of one subject."""
+
+    def __init__(self, subject: Subject, capacity: int, keys: _Keys) -> None:
+        self.subject = subject
+        self.capacity = capacity
+        self.keys = keys
+        self.calls = 0
+        self.steps = 0
+
+    def _replay(self, steps: Sequence[Step], **options: Any) -> _Result:
+        result = replay(self.subject, self.capacity, self.keys, steps, **options)
+        self.calls += result.calls
+        self.steps += len(result.outputs)
+        return result
+
+    def baseline(self, sequence: Sequence[Action]) -> _Result:
+        return self._replay(_plain(sequence), snapshots=True)
+
+    def difference(
+        self, relation: Relation, sequence: Sequence[Action], ctx: _Context,
+        base: _Result | None = None,
+    ) -> _Difference | None:
+        """The first step whose result the transformation changes, or None."""
+        if base is None:
+            base = self.baseline(sequence)
+        if not base.legal:
+            return None
+        steps = relation.transform(sequence, base.snapshots, ctx)
+        run = self._replay(steps, baseline=base.outputs)
+        if not run.legal or not run.outputs:
+            return None
+        last = len(run.outputs) - 1
+        step, out = steps[last], run.outputs[last]
+        if not _differs(step, out, base.outputs):
+            return None
+        trace = tuple(s.action for s in steps[: last + 1])
+        head = f"with {relation.change}"
+        if step.origin is not None:
+            expected = base.outputs[step.origin]
+            return _Difference(
+                relation.requirement,
+                f"{head}, step {step.origin + 1} of the sequence ({describe(step.action)}) "
+                f"gave {_show(step.action, out)}; the same sequence without that change gave "
+                f"{_show(step.action, expected)}",
+                trace,
+                step.origin + 1,
+            )
+        after = max((s.origin for s in steps[:last] if s.origin is not None), default=-1)
+        where = f"after step {after + 1}" if after >= 0 else "before the sequence"
+        return _Difference(
+            _added_requirement(relation, step, out),
+            f"{head}, the added call {describe(step.action)} {where} gave "
+            f"{_show(step.action, out)}; the spec requires {_show(step.action, step.expect)}",
+            trace,
+            after + 1,
+        )
+
+
+def _added_requirement(relation: Relation, step: Step, out: Output) -> str:
+    """An added call with a fixed expected result broke it: name what."""
+    if out == "did not return":
+        return "API-RETURNS"
+    if isinstance(out, str):
+        return "API-NO-RAISE"
+    action = step.action
+    if action[0] == "evict" and step.refs is not None and (out is None or isinstance(out, tuple)):
+        refs = dict(step.refs)
+        state = State(refs, [k for k, r in refs.items() if r == IDLE])
+        victims = None if out is None else [k for k in out if isinstance(k, int)]
+        violation = evict_violation(state, action[1], action[2], victims)
+        if violation is not None and violation != "EVICT-LIVENESS":
+            return violation
+    return relation.requirement
+
+
+def _show(action: Action, out: Output) -> str:
+    if action[0] == "get" and isinstance(out, bool):
+        return "present" if out else "None (absent)"
+    if isinstance(out, tuple):
+        return "[" + ", ".join(str(k) for k in out) + "]"
+    return str(out)
+
+
+# -- the engine -----------------------------------------------------------------
+
+
+def _generate(
+    subject: Subject, capacity: int, rng: random.Random, length: int, run: EngineRun
+) -> tuple[Action, ...]:
+    """A legal sequence for this very policy: ActionSource on a lockstep
+    harness (core, no presence sweep), cut before a policy-level failure
+    (the other engines report those)."""
+    harness = Lockstep(subject, get_profile("core"), capacity, observe=False)
+    source = ActionSource(rng, pool=POOL, capacity=capacity, with_clear=subject.has("clear"))
+    try:
+        for _ in range(length):
+            harness.apply(source.next(harness.state))
+    except (ConformanceFailure, Aborted) as exc:
+        failure = exc.failure if isinstance(exc, Aborted) else exc
+        note = f"sequence generation stopped at a policy-level failure ({failure.requirement})"
+        if note not in run.notes:
+            run.notes.append(note)
+        run.calls += harness.calls
+        return tuple(harness.trace[:-1])
+    run.calls += harness.calls
+    return tuple(harness.trace)
+
+
+def run_metamorphic(
+    subject: Subject,
+    profile: Profile,
+    seconds: float,
+    seed: int,
+    capacity: int,
+    *,
+    lengths: Sequence[int] = (50, 200, 600),
+    examples: int | None = None,
+) -> EngineRun:
+    """The metamorphic engine (Engine.run signature). The relations belong
+    to core, so the profile does not change what runs. ``examples`` caps
+    the number of sequences S (for runs that must not depend on speed)."""
+    run = EngineRun(engine="metamorphic")
+    started = time.monotonic()
+    keys = _Keys(subject)
+    judge = _Judge(subject, capacity, keys)
+    relations = [r for r in RELATIONS if r.needs is None or subject.has(r.needs)]
+    pending = list(relations)
+    index = 0
+    while pending:
+        rng = random.Random(f"metamorphic:{seed}:{index}")
+        length = lengths[index % len(lengths)]
+        sequence = _generate(subject, capacity, rng, length, run)
+        base = judge.baseline(sequence)
+        again = judge.baseline(sequence)
+        if not (base.legal and again.legal and base.outputs == again.outputs):
+            reason = (
+                "the policy is not deterministic: the same call sequence on two fresh "
+                "instances gave different results, so results cannot be compared across "
+                "transformed sequences"
+            )
+            run.not_applicable.update({r.requirement: reason for r in relations})
+            run.findings.clear()  # never a failure on a non-deterministic policy
+            run.notes.append(reason)
+            break
+        run.examples += 1
+        prefix_rng = random.Random(f"metamorphic-prefix:{seed}:{index}")
+        prefix = _generate(subject, capacity, prefix_rng, length, run)
+        ctx = _Context(capacity, prefix)
+        for relation in list(pending):
+            run.checked[relation.requirement] += 1
+            difference = judge.difference(relation, sequence, ctx, base)
+            if difference is not None:
+                budget = max(2.0, seconds / 2)
+                finding = _minimal(judge, relation, sequence, ctx, difference, budget)
+                if finding is not None:
+                    run.add(finding)
+                    pending.remove(relation)
+        index += 1
+        if time.monotonic() - started >= seconds or index == examples:
+            break
+    run.calls += judge.calls
+    run.steps += judge.steps
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def _minimal(
+    judge: _Judge, relation: Relation, sequence: Sequence[Action], ctx: _Context,
+    first: _Difference, seconds: float,
+) -> Finding | None:
+    """Shrink S (then CLEAR-FRESH's prefix) while the same requirement
+    still breaks, for at most ``seconds``; confirm the result twice before
+    reporting it."""
+    rid = first.requirement
+    if "did not return" in first.message:  # every replay would wait out the limit
+        return Finding(rid, first.message, first.trace, "metamorphic", shrunk=True)
+    deadline = time.monotonic() + seconds
+
+    def breaks(candidate: Sequence[Action], context: _Context) -> bool:
+        if time.monotonic() > deadline:
+            return False  # keep the best so far
+        found = judge.difference(relation, candidate, context)
+        return found is not None and found.requirement == rid
+
+    def fails(candidate: Sequence[Action]) -> bool:
+        return breaks(candidate, ctx)
+
+    if ctx.prefix:  # a short history first: every later replay gets cheaper
+        short = sequence[: first.needs]
+        ctx = _Context(
+            ctx.capacity,
+            _shortest_prefix(ctx.prefix, lambda p: breaks(short, _Context(ctx.capacity, p))),
+        )
+
+    best = shrink(tuple(sequence[: first.needs]), fails, max_tries=1000)
+    for _ in range(4):  # steps shrink cannot take alone: a key's whole story, a smaller n
+        smaller = _smaller_evicts(_drop_keys(best, fails), fails)
+        if smaller == best:
+            break
+        best = shrink(smaller, fails, max_tries=500)
+    if ctx.prefix:
+        prefix = shrink(
+            ctx.prefix, lambda p: breaks(best, _Context(ctx.capacity, tuple(p))), max_tries=500
+        )
+        ctx = _Context(ctx.capacity, tuple(prefix))
+    found = [judge.difference(relation, best, ctx) for _ in range(2)]
+    if any(f is None or f.requirement != rid for f in found) or found[0] != found[1]:
+        return None
+    final = found[0]
+    assert final is not None
+    return Finding(rid, final.message, final.trace, "metamorphic", shrunk=True)
+
+
+def _smaller_evicts(
+    sequence: tuple[Action, ...], fails: Callable[[Sequence[Action]], bool]
+) -> tuple[Action, ...]:
+    """Try evict(1, ...) and evict(n // 2, ...) for each evict of S: a small
+    n needs fewer idle keys, so more of the sequence can go afterwards."""
+    best = sequence
+    for index, action in enumerate(sequence):
+        if action[0] != "evict" or action[1] < 2:
+            continue
+        for n in (1, action[1] // 2):
+            candidate = (*best[:index], ("evict", n, action[2]), *best[index + 1 :])
+            if fails(candidate):
+                best = candidate
+                break
+    return best
+
+
+def _drop_keys(
+    sequence: tuple[Action, ...], fails: Callable[[Sequence[Action]], bool]
+) -> tuple[Action, ...]:
+    """Try removing every mention of one key at a time (its store, its
+    completion, its loads, its lookups): dropping one action of such a chain
+    alone leaves the sequence illegal, so plain delta debugging keeps them."""
+    best = sequence
+    for key in sorted({a[1] for a in sequence if a[0] == "insert"}):
+        candidate = tuple(_without(best, key))
+        if candidate != best and fails(candidate):
+            best = candidate
+    return best
+
+
+def _without(sequence: Sequence[Action], key: int) -> list[Action]:
+    out: list[Action] = []
+    for action in sequence:
+        op = action[0]
+        if op == "touch":
+            out.append(("touch", tuple(k for k in action[1] if k != key)))
+        elif op == "evict":
+            out.append(("evict", action[1], action[2] - {key}))
+        elif op == "clear" or action[1] != key:
+            out.append(action)
+    return out
+
+
+def _shortest_prefix(
+    prefix: tuple[Action, ...], fails: Callable[[tuple[Action, ...]], bool]
+) -> tuple[Action, ...]:
+    """The shortest head of ``prefix`` (none, 1, 2, 4, ... actions) that still
+    fails; ``prefix`` itself when none does."""
+    size = 0
+    while size < len(prefix):
+        if fails(prefix[:size]):
+            return prefix[:size]
+        size = max(1, size * 2)
+    return prefix
