@@ -1,0 +1,450 @@
+"""The cost engine (spec/cost.md): how a policy's running time grows.
+
+Each probe measures one operation in two configurations a hundredfold
+apart in one dimension (pinned blocks, victims asked for, keys touched)
+and nothing else, and compares the cost per unit. A growth-free operation
+gives a ratio near 1, a linear one about 100; the verdict threshold is 10.
+Time is process CPU time (waiting for the CPU does not count); each round
+alternates the two configurations and keeps the median of a few samples;
+the verdict takes the median ratio over the rounds. Where the policy gets
+plain policyspec blocks and keys, reads of ``ref_cnt`` and hashes of keys
+are counted too (exact and repeatable), and a growth in those beyond the
+threshold fails whatever the clock says.
+
+Every call goes through the caller contract: blocks are inserted in flight,
+completed with ``mark_evictable``, pinned with ``mark_non_evictable``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from time import monotonic, process_time_ns
+from typing import Any
+
+from policyspec.engines.result import EngineRun, Finding
+from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.profiles import Profile
+from policyspec.subject import Block, Subject, offload_key
+
+__all__ = ["CostSettings", "Measurement", "measure", "run_cost"]
+
+ENGINE = "cost"
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    """The sizes and repetitions of the measurements (spec/cost.md)."""
+
+    pinned: int = 1_000
+    """Pinned blocks in the small configuration; the large has ``factor`` times more."""
+    factor: int = 100
+    idle: int = 600
+    """Idle blocks beside the pinned ones (a few batches' worth)."""
+    idle_for_lengths: int = 2_000
+    """Idle blocks when n or len(keys) varies (more than the largest n)."""
+    batch: int = 256
+    """Calls per sample of get, insert, remove, mark_*."""
+    evicted: int = 64
+    """n of ``evict(n)`` when the number of pinned blocks varies."""
+    fewest: int = 16
+    """The small n of ``evict(n)`` and length of ``touch``; the large is ``factor`` times."""
+    touched: int = 64
+    """Keys of one ``touch`` when the cache size varies."""
+    rounds: int = 5
+    samples: int = 5
+    threshold: float = 10.0
+    slow: float = 0.05
+    """A sample longer than this (seconds) is not repeated within its round."""
+
+
+@dataclass
+class Measurement:
+    """One comparison: the cost per unit in each configuration, per round."""
+
+    requirement: str
+    what: str
+    small: str
+    large: str
+    unit: str
+    seconds: list[tuple[float, float]] = field(default_factory=list)
+    counts: tuple[float, float] | None = None
+    """Element operations per unit (small, large): reads of ref_cnt and
+    hashes of keys, when the subject uses policyspec's blocks and keys."""
+    refused: bool = False
+    """evict returned None: nothing could be measured."""
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(large / max(small, 1e-12) for small, large in self.seconds)
+
+    @property
+    def count_ratio(self) -> float:
+        """How many times more element operations per unit the large side
+        makes (1.0 when nothing was counted)."""
+        if self.counts is None:
+            return 1.0
+        small, large = self.counts
+        return large / small if small else (1.0 if large < 1 else float("inf"))
+
+    def fails_by_count(self, threshold: float) -> bool:
+        """The verdict of the counts alone (exact, repeatable)."""
+        return not self.refused and self.count_ratio > threshold
+
+    def fails(self, threshold: float) -> bool:
+        return not self.refused and (self.ratio > threshold or self.count_ratio > threshold)
+
+    def describe(self, threshold: float) -> str:
+        small = statistics.median(s for s, _ in self.seconds)
+        large = statistics.median(s for _, s in self.seconds)
+        text = (
+            f"{self.what} costs {_us(small)} {self.unit} with {self.small} and {_us(large)} "
+            f"with {self.large}: {self.ratio:.1f} times more (median of {len(self.seconds)} "
+            f"rounds; the spec allows at most {threshold:g})"
+        )
+        if self.counts is not None and self.count_ratio > threshold:
+            text += (
+                f"; it reads block fields or hashes keys {self.counts[0]:.0f} times "
+                f"{self.unit} with {self.small} and {self.counts[1]:.0f} times with {self.large}"
+            )
+        return text
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f} µs"
+
+
+_COUNTED = [0]
+"""Element operations so far: reads of a _CountingBlock's ref_cnt, hashes
+of a _CountingKey."""
+
+
+class _CountingBlock(Block):
+    """A policyspec block that counts reads of ``ref_cnt``."""
+
+    __slots__ = ("_ref",)
+
+    @property
+    def ref_cnt(self) -> int:
+        _COUNTED[0] += 1
+        return self._ref
+
+    @ref_cnt.setter
+    def ref_cnt(self, value: int) -> None:
+        self._ref = value
+
+
+class _CountingKey(bytes):
+    """An OffloadKey-format key that counts its hashes: every dict or set
+    lookup of a key hashes it once."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        _COUNTED[0] += 1
+        return bytes.__hash__(self)
+
+
+class _Filled:
+    """A policy holding ``pinned`` blocks (half in flight, half being read),
+    inserted first, then ``idle`` idle blocks: the manager's calls only."""
+
+    def __init__(
+        self,
+        subject: Subject,
+        keys: Callable[[int, int], list[Hashable]],
+        make_block: Callable[[int, int], Any],
+        pinned: int,
+        idle: int,
+        spare: int,
+    ) -> None:
+        self.policy = subject.build(pinned + idle + spare)
+        self.has_mark = subject.has("mark")
+        self.make_block = make_block
+        self._keys = keys
+        self.blocks: dict[Hashable, Any] = {}
+        self.used = 0
+        self.next_id = 0
+        held = self.fresh(pinned)
+        self.insert(held)
+        self.finish(held[::2])
+        self.start_read(held[::2])
+        self.idle = self.fresh(idle)
+        self.insert(self.idle)
+        self.finish(self.idle)
+
+    def fresh(self, count: int) -> list[Hashable]:
+        """Keys never used before in this policy."""
+        start, self.used = self.used, self.used + count
+        return self._keys(start, self.used)
+
+    def new_blocks(self, count: int, ref: int) -> list[Any]:
+        """Fresh blocks with block ids no other block has."""
+        first, self.next_id = self.next_id, self.next_id + count
+        return [self.make_block(ref, block_id) for block_id in range(first, self.next_id)]
+
+    def insert(self, keys: Sequence[Hashable], ref: int = IN_FLIGHT) -> None:
+        insert, blocks = self.policy.insert, self.blocks
+        for key, block in zip(keys, self.new_blocks(len(keys), ref), strict=True):
+            blocks[key] = block
+            insert(key, block)
+
+    def finish(self, keys: Sequence[Hashable]) -> None:
+        """Stores complete (or loads end): ref_cnt -> 0, then mark_evictable."""
+        for key in keys:
+            self.blocks[key].ref_cnt = IDLE
+            if self.has_mark:
+                self.policy.mark_evictable(key)
+
+    def start_read(self, keys: Sequence[Hashable]) -> None:
+        """Loads start on idle blocks: mark_non_evictable, then ref_cnt 1."""
+        for key in keys:
+            if self.has_mark:
+                self.policy.mark_non_evictable(key)
+            self.blocks[key].ref_cnt = 1
+
+    def remove(self, keys: Sequence[Hashable]) -> None:
+        for key in keys:
+            self.policy.remove(key)
+            del self.blocks[key]
+
+    def put_back(self, victims: list[tuple[Hashable, Any]]) -> None:
+        """Evicted keys come back as idle blocks (the API allows inserting
+        a block that is already idle)."""
+        for key, _ in victims:
+            del self.blocks[key]
+        self.insert([key for key, _ in victims], IDLE)
+
+
+# -- samples: (nanoseconds, units) for one configuration ------------------------------
+
+
+class _Timed:
+    """Process CPU time spent inside a ``with`` block; ``counted`` adds up
+    the element operations of every timed block."""
+
+    counted = 0
+
+    def __enter__(self) -> _Timed:
+        self._counted = _COUNTED[0]
+        self._start = process_time_ns()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.spent = process_time_ns() - self._start
+        _Timed.counted += _COUNTED[0] - self._counted
+
+
+def _get(cache: _Filled, settings: CostSettings) -> tuple[int, int]:
+    keys, get = cache.idle[: settings.batch], cache.policy.get
+    with _Timed() as timed:
+        for key in keys:
+            get(key)
+    return timed.spent, len(keys)
+
+
+def _insert(cache: _Filled, settings: CostSettings) -> tuple[int, int]:
+    keys = cache.fresh(settings.batch)
+    blocks = cache.new_blocks(len(keys), IN_FLIGHT)
+    insert = cache.policy.insert
+    with _Timed() as timed:
+        for key, block in zip(keys, blocks, strict=True):
+            insert(key, block)
+    cache.blocks.update(zip(keys, blocks, strict=True))
+    cache.remove(keys)
+    return timed.spent, len(keys)
+
+
+def _remove(cache: _Filled, settings: CostSettings) -> tuple[int, int]:
+    keys = cache.fresh(settings.batch)
+    cache.insert(keys)
+    remove = cache.policy.remove
+    with _Timed() as timed:
+        for key in keys:
+            remove(key)
+    for key in keys:
+        del cache.blocks[key]
+    return timed.spent, len(keys)
+
+
+def _mark(cache: _Filled, settings: CostSettings) -> tuple[int, int]:
+    keys = cache.idle[settings.batch : 2 * settings.batch]
+    policy, blocks = cache.policy, cache.blocks
+    with _Timed() as pin:
+        for key in keys:
+            policy.mark_non_evictable(key)
+    for key in keys:  # the load starts, then ends
+        blocks[key].ref_cnt = 1
+    for key in keys:
+        blocks[key].ref_cnt = IDLE
+    with _Timed() as release:
+        for key in keys:
+            policy.mark_evictable(key)
+    return pin.spent + release.spent, len(keys)
+
+
+def _touch(length: int, calls: int) -> Callable[[_Filled, CostSettings], tuple[int, int]]:
+    def sample(cache: _Filled, settings: CostSettings) -> tuple[int, int]:
+        keys, touch = cache.idle[:length], cache.policy.touch
+        with _Timed() as timed:
+            for _ in range(calls):
+                touch(keys)
+        return timed.spent, calls * len(keys)
+
+    return sample
+
+
+class _Refused(Exception):
+    """evict returned None where enough keys were eligible."""
+
+
+def _evict(n: int, calls: int) -> Callable[[_Filled, CostSettings], tuple[int, int]]:
+    def sample(cache: _Filled, settings: CostSettings) -> tuple[int, int]:
+        evict = cache.policy.evict
+        spent = 0
+        for _ in range(calls):
+            protected = set(cache.idle[-4:])
+            with _Timed() as timed:
+                victims = evict(n, protected)
+            spent += timed.spent
+            if not victims:
+                raise _Refused
+            cache.put_back(victims)
+        return spent, calls * n
+
+    return sample
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+def measure(subject: Subject, settings: CostSettings = CostSettings()) -> list[Measurement]:
+    """Every measurement of spec/cost.md on ``subject``."""
+    made: list[Hashable] = []
+    counting = subject.make_block is Block and subject.make_key is offload_key
+    make_key = subject.make_key
+    if counting:
+        def make_key(index: int) -> Hashable:
+            return _CountingKey(offload_key(index))
+
+    def keys(start: int, end: int) -> list[Hashable]:
+        made.extend(map(make_key, range(len(made), end)))
+        return made[start:end]
+
+    make_block = _CountingBlock if counting else subject.make_block
+    big = settings.fewest * settings.factor
+    spare = 4 * settings.batch + big
+
+    def filled(pinned: int, idle: int) -> _Filled:
+        return _Filled(subject, keys, make_block, pinned, idle, spare)
+
+    small = filled(settings.pinned, settings.idle)
+    large = filled(settings.pinned * settings.factor, settings.idle)
+    few, many = f"{settings.pinned:,} pinned blocks", f"{settings.pinned * settings.factor:,}"
+    sized: list[tuple[str, str, Callable[[_Filled, CostSettings], tuple[int, int]], str]] = [
+        ("COST-EVICT-PINNED", f"evict({settings.evicted})", _evict(settings.evicted, 4),
+         "per victim"),
+        ("COST-TOUCH-LINEAR", f"touch of {settings.touched} keys",
+         _touch(settings.touched, 8), "per key"),
+        ("COST-GET-FLAT", "get", _get, "per call"),
+        ("COST-INSERT-FLAT", "insert", _insert, "per call"),
+        ("COST-REMOVE-FLAT", "remove", _remove, "per call"),
+    ]
+    if subject.has("mark"):
+        sized.append(("COST-MARK-FLAT", "mark_non_evictable + mark_evictable", _mark,
+                      "per pair"))
+    out = [
+        _compare(Measurement(rid, what, few, many, unit), small, sample, large, sample,
+                 settings, counting)
+        for rid, what, sample, unit in sized
+    ]
+    del small, large  # the big one holds a lot of memory
+    roomy = filled(settings.pinned, settings.idle_for_lengths)
+    lengths = (f"n = {settings.fewest}", f"n = {big}")
+    out.append(_compare(
+        Measurement("COST-EVICT-LINEAR", "evict(n)", *lengths, "per victim"),
+        roomy, _evict(settings.fewest, 4), roomy, _evict(big, 1), settings, counting))
+    out.append(_compare(
+        Measurement("COST-TOUCH-LINEAR", "touch", f"{settings.fewest} keys", f"{big} keys",
+                    "per key"),
+        roomy, _touch(settings.fewest, 16), roomy, _touch(big, 1), settings, counting))
+    return out
+
+
+def _compare(
+    result: Measurement,
+    first: _Filled,
+    first_sample: Callable[[_Filled, CostSettings], tuple[int, int]],
+    second: _Filled,
+    second_sample: Callable[[_Filled, CostSettings], tuple[int, int]],
+    settings: CostSettings,
+    counting: bool,
+) -> Measurement:
+    counted = [0, 0]
+    units = [0, 0]
+    try:
+        for _ in range(settings.rounds):
+            costs = []
+            for side, (cache, sample) in enumerate(
+                ((first, first_sample), (second, second_sample))
+            ):
+                per_unit = []
+                before = _Timed.counted
+                for _ in range(settings.samples):
+                    spent, count = sample(cache, settings)
+                    per_unit.append(spent / 1e9 / count)
+                    units[side] += count
+                    if spent / 1e9 > settings.slow:
+                        break
+                counted[side] += _Timed.counted - before
+                costs.append(statistics.median(per_unit))
+            result.seconds.append((costs[0], costs[1]))
+            clear = 3 * settings.threshold
+            if counting and counted[0] * clear * units[1] < counted[1] * units[0]:
+                break  # the exact counts already say it: more rounds only cost time
+            if len(result.seconds) >= 2 and all(b > clear * a for a, b in result.seconds):
+                break
+    except _Refused:
+        result.refused = True
+    if counting and not result.refused:
+        result.counts = (counted[0] / max(units[0], 1), counted[1] / max(units[1], 1))
+    return result
+
+
+# -- the engine ---------------------------------------------------------------------------
+
+
+def run_cost(
+    subject: Subject,
+    profile: Profile,
+    seconds: float,
+    seed: int,
+    capacity: int,
+    *,
+    settings: CostSettings = CostSettings(),
+) -> EngineRun:
+    """Measure every cost requirement once (the time budget does not change
+    the sizes: a verdict needs the full separation). ``seed`` and
+    ``capacity`` play no part."""
+    run = EngineRun(engine=ENGINE)
+    started = monotonic()
+    threshold = settings.threshold
+    for measured in measure(subject, settings):
+        rid = measured.requirement
+        if measured.refused:
+            run.not_applicable.setdefault(
+                rid, f"evict returned None in the measurement of {measured.what}")
+            continue
+        run.checked[rid] += 1
+        run.notes.append(
+            f"{rid}: {measured.what} {measured.small} -> {measured.large}: "
+            f"x{measured.ratio:.2f} (threshold {threshold:g})"
+        )
+        if measured.fails(threshold):
+            run.add(Finding(rid, measured.describe(threshold), (), ENGINE, shrunk=True))
+    run.seconds = monotonic() - started
+    if run.seconds > seconds:
+        run.notes.append(f"the measurements took {run.seconds:.1f}s, more than the "
+                         f"{seconds:.1f}s share of the budget")
+    return run

@@ -1,0 +1,210 @@
+"""The cost engine (spec/cost.md): its exact counts tell a growing policy
+from a flat one, its calls stay inside the caller contract, and the cost
+profile reports COST-* ids like any others.
+
+No test asserts a time: verdicts are checked through the counts of block
+reads and key hashes, which are exact and repeatable. The timing side is
+shown by the 20-run loop in benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Collection, Hashable, Iterable
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policyspec.check import run_check
+from policyspec.engines.cost import CostSettings, Measurement, measure, run_cost
+from policyspec.model import operations as ops
+from policyspec.model.evict import commit_evict
+from policyspec.model.preconditions import (
+    can_insert,
+    can_mark_evictable,
+    can_mark_non_evictable,
+    can_remove,
+)
+from policyspec.model.state import State, is_quiescent, well_formed
+from policyspec.profiles import get_profile
+from policyspec.reference import LRUCachePolicy
+from policyspec.subject import Subject, subject_from_class
+
+FAULTY = Path(__file__).parent / "faulty"
+THRESHOLD = CostSettings().threshold
+
+
+def faulty(name: str) -> Subject:
+    spec = importlib.util.spec_from_file_location(f"faulty_{name}", FAULTY / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return subject_from_class(module.Policy, name=name)
+
+
+# The quadratic policy at n = 1600 costs seconds per call: n = 8 against
+# n = 800 separates it as clearly from a linear one.
+SETTINGS = {"cost_rescan_per_victim": CostSettings(fewest=8)}
+
+
+@cache
+def measured(name: str) -> dict[str, list[Measurement]]:
+    subject = subject_from_class(LRUCachePolicy) if name == "lru" else faulty(name)
+    out: dict[str, list[Measurement]] = {}
+    for m in measure(subject, SETTINGS.get(name, CostSettings())):
+        out.setdefault(m.requirement, []).append(m)
+    return out
+
+
+def test_every_cost_requirement_is_measured_with_counts() -> None:
+    found = measured("lru")
+    assert set(found) == {
+        "COST-EVICT-PINNED", "COST-EVICT-LINEAR", "COST-TOUCH-LINEAR", "COST-GET-FLAT",
+        "COST-INSERT-FLAT", "COST-REMOVE-FLAT", "COST-MARK-FLAT",
+    }
+    assert all(m.counts is not None and m.seconds for ms in found.values() for m in ms)
+
+
+def test_reference_lru_does_the_same_work_per_unit_at_every_size() -> None:
+    for requirement, ms in measured("lru").items():
+        for m in ms:
+            assert m.count_ratio < 1.5, (requirement, m.what, m.counts)
+            assert not m.fails_by_count(THRESHOLD)
+
+
+def test_scanning_every_block_on_evict_fails_cost_evict_pinned() -> None:
+    found = measured("cost_scan_all")
+    (pinned,) = found["COST-EVICT-PINNED"]
+    assert pinned.fails_by_count(THRESHOLD), pinned.counts
+    assert "100,000" in pinned.describe(THRESHOLD)
+    assert not any(m.fails_by_count(THRESHOLD) for m in found["COST-EVICT-LINEAR"])
+
+
+def test_rescanning_for_every_victim_fails_cost_evict_linear() -> None:
+    found = measured("cost_rescan_per_victim")
+    (linear,) = found["COST-EVICT-LINEAR"]
+    assert linear.fails_by_count(THRESHOLD), linear.counts
+    assert not any(m.fails_by_count(THRESHOLD) for m in found["COST-EVICT-PINNED"])
+
+
+def test_cost_findings_are_reported_as_should_failures_of_the_cost_profile() -> None:
+    report = run_check(faulty("cost_scan_all"), get_profile("cost"), budget=1.0,
+                       engines=["cost"], strict=True)
+    status = {r.id: r.status for r in report.requirements}
+    assert status["COST-EVICT-PINNED"] == "fail"
+    assert "COST-EVICT-PINNED" in [f.requirement for f in report.failures]
+    assert {f.level for f in report.failures} == {"SHOULD"} and report.verdict == "fail"
+
+
+def test_the_cost_engine_runs_only_for_profiles_that_include_cost() -> None:
+    report = run_check(subject_from_class(LRUCachePolicy), get_profile("lru"), budget=0.5,
+                       engines=["cost"])
+    assert "cost" not in report.stats["engines"]
+    assert not any(r.id.startswith("COST-") for r in report.requirements)
+
+
+class RefusesEverything(LRUCachePolicy[Any, Any]):
+    def evict(self, n: int, protected: Collection[Any]) -> Any:
+        return [] if n == 0 else None
+
+
+def test_a_policy_whose_evict_refuses_gets_the_evict_costs_not_applicable() -> None:
+    small = CostSettings(pinned=20, factor=5, idle=600, idle_for_lengths=120, batch=8,
+                         fewest=4, touched=8, rounds=1, samples=1)
+    run = run_cost(subject_from_class(RefusesEverything), get_profile("cost"), 1.0, 0, 64,
+                   settings=small)
+    assert set(run.not_applicable) == {"COST-EVICT-PINNED", "COST-EVICT-LINEAR"}
+    assert run.checked["COST-GET-FLAT"] == 1 and run.findings == []
+
+
+# -- every call the measurements make meets the caller contract ------------------------
+
+
+class ContractChecked:
+    """A reference LRU behind a model of its state: each call is checked
+    against the caller contract's predicates before it is forwarded."""
+
+    def __init__(self, capacity: int) -> None:
+        self.policy: LRUCachePolicy[Any, Any] = LRUCachePolicy(capacity)
+        self.state = State(capacity=capacity)
+        self.numbers: dict[Hashable, int] = {}
+        self.blocks: dict[int, Any] = {}
+        self.calls = 0
+
+    def _k(self, key: Hashable) -> int:
+        return self.numbers.setdefault(key, len(self.numbers))
+
+    def _sync(self) -> None:
+        """The manager's writes of ref_cnt, read back from the blocks."""
+        refs = {k: self.blocks[k].ref_cnt for k in self.state.refs}
+        self.state = State(refs, list(self.state.idle), self.state.capacity)
+        assert well_formed(self.state), "a ref_cnt write broke the state invariant"
+
+    def insert(self, key: Hashable, block: Any) -> None:
+        self._sync()
+        k = self._k(key)
+        assert can_insert(self.state, k, block.ref_cnt)
+        self.state = ops.insert(self.state, k, block.ref_cnt)
+        self.blocks[k] = block
+        self.policy.insert(key, block)
+
+    def remove(self, key: Hashable) -> None:
+        self._sync()
+        assert can_remove(self.state, self._k(key))
+        self.state = ops.remove(self.state, self._k(key))
+        self.policy.remove(key)
+
+    def mark_evictable(self, key: Hashable) -> None:
+        self._sync()
+        assert can_mark_evictable(self.state, self._k(key))
+        self.state = ops.mark_evictable(self.state, self._k(key))
+        self.policy.mark_evictable(key)
+
+    def mark_non_evictable(self, key: Hashable) -> None:
+        self._sync()
+        assert can_mark_non_evictable(self.state, self._k(key))
+        self.state = ops.mark_non_evictable(self.state, self._k(key))
+        self.policy.mark_non_evictable(key)
+
+    def touch(self, keys: Iterable[Hashable]) -> None:
+        keys = list(keys)
+        self.state = ops.touch(self.state, [self._k(key) for key in keys])
+        self.policy.touch(keys)
+
+    def get(self, key: Hashable) -> Any:
+        return self.policy.get(key)
+
+    def evict(self, n: int, protected: Collection[Hashable]) -> Any:
+        self._sync()
+        assert n >= 0 and is_quiescent(self.state), "evict between two manager steps only"
+        result = self.policy.evict(n, set(protected))
+        if result:
+            self.state = commit_evict(self.state, [self._k(key) for key, _ in result])
+        return result
+
+    def clear(self) -> None:
+        raise AssertionError("the cost measurements never clear")
+
+
+def test_every_call_of_the_measurements_meets_the_caller_contract() -> None:
+    built: list[ContractChecked] = []
+
+    def build(capacity: int) -> Any:
+        built.append(ContractChecked(capacity))
+        return built[-1]
+
+    subject = replace(subject_from_class(LRUCachePolicy), build=build)
+    small = CostSettings(pinned=20, factor=5, idle=40, idle_for_lengths=120, batch=8,
+                         evicted=8, fewest=4, touched=8, rounds=2, samples=2)
+    found = measure(subject, small)
+    assert len(built) == 3 and len(found) == 8
+    assert all(m.counts is not None and not m.refused for m in found)
+
+
+@pytest.mark.parametrize("name", ["cost_scan_all", "cost_rescan_per_victim"])
+def test_the_slow_policies_are_otherwise_correct(name: str) -> None:
+    report = run_check(faulty(name), get_profile("lru"), budget=2.0, engines=["fast"])
+    assert report.verdict == "pass", [f.requirement for f in report.failures]
