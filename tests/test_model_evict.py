@@ -46,6 +46,15 @@ def test_lru_takes_the_least_recent_eligible_keys_in_order(
     assert victims == eligible(state, protected)[:n]
 
 
+@given(states(), counts, protected_sets())
+def test_model_evict_gives_the_lru_choice_which_core_allows(
+    state: State, n: int, protected: frozenset[int]
+) -> None:
+    _, victims = operations.evict(state, n, protected)
+    assert victims == lru_victims(state, n, protected)
+    assert evict_violation(state, n, protected, victims) is None
+
+
 @given(states(), protected_sets())
 def test_evict_zero_returns_the_empty_list(state: State, protected: frozenset[int]) -> None:
     assert operations.evict(state, 0, protected) == (state, [])
