@@ -29,6 +29,10 @@ class Engine:
     """Run only when the profile includes this registry profile (e.g. an
     engine for ``cost`` or ``seed-errors`` requirements); None: always."""
 
+    shardable: bool = False
+    """``run`` also takes ``shard=(k, n)`` and checks only its k-th of n
+    parts (``check --shard K/N``)."""
+
     def applies(self, profile: Profile) -> bool:
         return self.only_for is None or self.only_for in profile.includes
 
@@ -70,3 +74,15 @@ def _metamorphic(subject: Subject, profile: Profile, seconds: float, seed: int, 
 
 
 register_engine(Engine("metamorphic", _metamorphic, 0.2))
+
+
+def _exhaustive(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int,
+                shard: tuple[int, int] = (1, 1)) -> EngineRun:
+    from policyspec.engines.exhaustive import run_exhaustive
+
+    return run_exhaustive(subject, profile, capacity, shard=shard)
+
+
+# Not a default engine: it runs when chosen (--engine exhaustive), bounded by
+# --depth/--keys rather than by the time budget.
+register_engine(Engine("exhaustive", _exhaustive, 0.5, default=False, shardable=True))

@@ -37,6 +37,9 @@ class EngineRun:
     notes: list[str] = field(default_factory=list)
     error: str | None = None
     """Set when the engine itself could not run to the end (not the policy's fault)."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Engine-specific counts for the report's stats (e.g. the exhaustive
+    engine's sequences and distinct model states)."""
 
     def add(self, finding: Finding) -> None:
         """Keep the first (shortest, for shrunk engines) finding per requirement."""
