@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_adapters_corpus import EXPECTED, verdict_of
 
 CORPUS = Path(__file__).parent / "vllm_corpus"
