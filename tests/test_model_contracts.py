@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from policyspec.model import operations
@@ -110,6 +110,7 @@ def test_every_operation_states_a_precondition_and_postconditions(name: str) -> 
 
 
 @pytest.mark.parametrize("name", sorted(ARGUMENTS))
+@settings(suppress_health_check=[HealthCheck.too_slow])  # filtered states; slow on a busy box
 @given(data=st.data())
 def test_transition_meets_its_docstring_postconditions(name: str, data: st.DataObject) -> None:
     function = getattr(operations, name)
