@@ -7,6 +7,7 @@ import contextlib
 import os
 import signal
 import sys
+from dataclasses import replace
 from typing import Any
 
 from policyspec.cli import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
@@ -59,10 +60,18 @@ def add_parser(sub: Any) -> None:
         "check",
         help="check a policy against the spec",
         description="Check TARGET (pkg.module:Class or path/to/file.py:Class), built as "
-        "Class(cache_capacity=N), against a profile. Exit 0 conforms, 1 does not, 2 could "
-        "not run.",
+        "Class(cache_capacity=N), or a policy in any language (--exec), against a profile. "
+        "Exit 0 conforms, 1 does not, 2 could not run.",
     )
-    parser.add_argument("target", help="pkg.module:Class or path/to/file.py:Class")
+    parser.add_argument("target", nargs="?",
+                        help="pkg.module:Class or path/to/file.py:Class (omitted with --exec)")
+    parser.add_argument("--exec", metavar="COMMAND", dest="exec_command",
+                        help="check a policy written in any language: run COMMAND and speak "
+                        "the line protocol of spec/protocol.md over its stdin/stdout")
+    parser.add_argument("--exec-keys", choices=("int", "hex"), default="int",
+                        help="keys sent to --exec as JSON numbers (default) or as hex strings "
+                        "of vLLM OffloadKey bytes")
+    _add_exhaustive_options(parser)
     parser.add_argument("--profile", default="core",
                         help="core (every policy, default), lru (exact seed LRU), arc, ...")
     parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run")
@@ -93,6 +102,43 @@ def add_parser(sub: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+def _add_exhaustive_options(parser: argparse.ArgumentParser) -> None:
+    from policyspec.engines.exhaustive import DEFAULT_BOUNDS
+
+    group = parser.add_argument_group(
+        "exhaustive engine (--engine exhaustive; bounded by these, not by --budget)")
+    group.add_argument("--depth", type=positive_int, metavar="D",
+                       help=f"every legal sequence of up to D actions (default "
+                       f"{DEFAULT_BOUNDS.depth})")
+    group.add_argument("--keys", type=positive_int, metavar="K",
+                       help=f"over K keys (default {DEFAULT_BOUNDS.keys})")
+    group.add_argument("--no-symmetry", action="store_true",
+                       help="run sequences that differ only by key names separately (for "
+                       "policies whose behaviour depends on key values or hash order)")
+
+
+def _engines(args: argparse.Namespace) -> list[Any] | None:
+    """The engines chosen, with ``exhaustive`` bound to --depth/--keys."""
+    from policyspec.engines.exhaustive import DEFAULT_BOUNDS, exhaustive_engine
+
+    tuned = args.depth is not None or args.keys is not None or args.no_symmetry
+    if not args.engines or "exhaustive" not in args.engines:
+        if tuned:
+            raise UsageError("--depth, --keys and --no-symmetry tune the exhaustive engine: "
+                             "add --engine exhaustive")
+        chosen: list[str] | None = args.engines
+        return chosen
+    if args.depth == 0 or args.keys == 0:
+        raise UsageError("--depth and --keys must be at least 1")
+    bounds = replace(
+        DEFAULT_BOUNDS,
+        depth=DEFAULT_BOUNDS.depth if args.depth is None else args.depth,
+        keys=DEFAULT_BOUNDS.keys if args.keys is None else args.keys,
+        symmetry=not args.no_symmetry,
+    )
+    return [exhaustive_engine(bounds) if e == "exhaustive" else e for e in args.engines]
+
+
 def _terminate(signum: int, frame: object) -> None:
     # A time limit (SIGTERM) ends the run like Ctrl-C: with a report.
     raise KeyboardInterrupt
@@ -119,8 +165,22 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise UsageError(f"--known-failing: cannot read {args.known_failing}: "
                              f"{exc.strerror or exc}") from None
+    if (args.target is None) == (args.exec_command is None):
+        raise UsageError("give a TARGET or --exec COMMAND (exactly one)")
+    engines = _engines(args)
+    exec_target = None
     try:
-        subject = load_subject(args.target, stand_in=not args.no_stand_in, api=args.api)
+        if args.exec_command is not None:
+            from policyspec.protocol import ChildError, ExecTarget
+
+            try:
+                limit = args.call_timeout + 2.0 if args.call_timeout > 0 else 3600.0
+                exec_target = ExecTarget(args.exec_command, keys=args.exec_keys, timeout=limit)
+            except (ChildError, ValueError) as exc:
+                raise TargetError(f"--exec: {exc}") from None
+            subject = exec_target.subject
+        else:
+            subject = load_subject(args.target, stand_in=not args.no_stand_in, api=args.api)
     except TargetError as exc:
         print(f"policyspec: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -145,13 +205,15 @@ def run(args: argparse.Namespace) -> int:
                 budget=args.budget,
                 seed=args.seed,
                 strict=args.strict,
-                engines=args.engines,
+                engines=engines,
                 capacity=args.capacity,
                 progress=progress,
                 call_timeout=args.call_timeout,
             )
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if exec_target is not None:
+            exec_target.close()
     if known is not None:
         from policyspec.known_failing import apply_known_failing
 
