@@ -8,16 +8,19 @@ Speed itself is measured by ``python -m benchmarks``, never asserted here.
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policyspec.check import run_check
+from policyspec.check import run_check, shard_seed
+from policyspec.cli import main
 from policyspec.engines.fast import run_fast
 from policyspec.engines.generate import ActionSource
 from policyspec.engines.oracle import FastOracle
@@ -313,3 +316,32 @@ def test_calls_counts_every_policy_call_and_the_report_sums_them() -> None:
     engines = report.stats["engines"]
     assert report.stats["calls"] == sum(e["calls"] for e in engines.values())
     assert engines["fast"]["calls"] > engines["stateful"]["calls"] > 0
+
+
+# -- sharding ---------------------------------------------------------------------------
+
+
+def test_shards_of_one_campaign_get_distinct_seeds_and_one_shard_keeps_the_seed() -> None:
+    assert shard_seed(5, (1, 1)) == 5
+    seeds = [shard_seed(5, (k, 8)) for k in range(1, 9)]
+    assert len(set(seeds)) == 8
+    others = {shard_seed(6, (k, 8)) for k in range(1, 9)}
+    assert not others & set(seeds)
+
+
+def test_a_shard_replays_the_same_calls_and_differs_from_its_siblings() -> None:
+    logs: list[list[tuple[str, Any]]] = []
+    for shard in [(2, 3), (2, 3), (3, 3)]:
+        logs.append([])
+        run_fast(_recording(logs[-1]), get_profile("lru"), 0, shard_seed(4, shard), 32,
+                 examples=1)
+    assert logs[0] == logs[1]
+    assert logs[0] != logs[2]
+
+
+def test_the_cli_shard_option_reaches_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    code = main(["check", "policyspec.reference:LRUCachePolicy", "--engine", "fast",
+                 "--budget", "0.5", "--shard", "2/3", "--json-report", str(out), "-q"])
+    assert code == 0
+    assert json.loads(out.read_text())["stats"]["shard"] == "2/3"

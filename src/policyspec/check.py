@@ -32,7 +32,14 @@ from policyspec.report import (
 )
 from policyspec.subject import Subject
 
-__all__ = ["BUDGETS", "DEFAULT_CALL_TIMEOUT", "DEFAULT_CAPACITY", "Budget", "run_check"]
+__all__ = [
+    "BUDGETS",
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_CAPACITY",
+    "Budget",
+    "run_check",
+    "shard_seed",
+]
 
 DEFAULT_CAPACITY = 64
 DEFAULT_CALL_TIMEOUT = 10.0
@@ -70,7 +77,8 @@ def run_check(
     run in turn, each for its share of the budget; the first MUST failure
     found by one engine does not stop the others (they look for more).
     ``shard=(k, n)`` runs the k-th of n deterministic parts of the work:
-    engines marked ``shardable`` split their search space by it."""
+    engines marked ``shardable`` split their search space by it, the others
+    run with the seed ``shard_seed(seed, shard)``."""
     say = progress or (lambda _msg: None)
     seconds = budget if isinstance(budget, int | float) else BUDGETS[budget].seconds
     chosen = [ENGINES[e] if isinstance(e, str) else e for e in engines] if engines else [
@@ -99,6 +107,8 @@ def run_check(
             subject, profile, runs, seed, strict, capacity, time.monotonic() - started,
             minimise=not interrupted,
         )
+    if shard != (1, 1):
+        report.stats["shard"] = f"{shard[0]}/{shard[1]}"
     if not watchdog.enforced and call_timeout > 0:
         report.notes.append("the call time limit was not enforced (not on the main thread)")
     if interrupted:
@@ -106,6 +116,15 @@ def run_check(
         report.notes.append("interrupted before the end: engines that ran: "
                             + (", ".join(r.engine for r in runs) or "none"))
     return report
+
+
+def shard_seed(seed: int, shard: tuple[int, int]) -> int:
+    """The seed shard K of N gives the engines that are not ``shardable``
+    (random and Hypothesis engines): ``seed * N + K - 1``. Shards of one
+    campaign get distinct seeds, hence different examples; ``1/1`` keeps the
+    seed itself; the same seed and shard always give the same run."""
+    index, total = shard
+    return seed * total + index - 1
 
 
 def _run_engine(
@@ -116,7 +135,7 @@ def _run_engine(
         if engine.shardable:
             sharded = cast(Callable[..., EngineRun], engine.run)
             return sharded(subject, profile, seconds, seed, capacity, shard=shard)
-        return engine.run(subject, profile, seconds, seed, capacity)
+        return engine.run(subject, profile, seconds, shard_seed(seed, shard), capacity)
     except Aborted as aborted:
         run = EngineRun(engine=engine.name)
         failure = aborted.failure

@@ -153,3 +153,7 @@ register_profile(
 register_profile(
     Profile("arc", ("core", "arc"), ARCRefinement(), "exact vLLM-ARC victims, ghosts and target")
 )
+register_profile(
+    Profile("cost", ("core", "cost"), None,
+            "core plus how running time grows with the cache and the work asked (SHOULD)")
+)

@@ -52,6 +52,17 @@ def _budget(text: str) -> str | float:
     return seconds
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """``K/N`` with 1 <= K <= N."""
+    try:
+        index, total = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected K/N (e.g. 2/8), got {text!r}") from None
+    if not 1 <= index <= total:
+        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N, got {text}")
+    return index, total
+
+
 def add_parser(sub: Any) -> None:
     from policyspec.check import DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
     from policyspec.engines import ENGINES
@@ -98,6 +109,10 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--hypothesis-db", metavar="DIR",
                         help="keep Hypothesis's example database here (cache it in CI so "
                         "failures found once are replayed first)")
+    parser.add_argument("--shard", type=_shard, default=(1, 1), metavar="K/N",
+                        help="run the K-th of N deterministic parts of the campaign (CI "
+                        "matrix): random engines use the seed SEED*N+K-1, the exhaustive "
+                        "engine its K-th part of the search space")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=run)
 
@@ -209,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
                 capacity=args.capacity,
                 progress=progress,
                 call_timeout=args.call_timeout,
+                shard=args.shard,
             )
     finally:
         signal.signal(signal.SIGTERM, previous)

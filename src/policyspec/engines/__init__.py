@@ -86,3 +86,24 @@ def _exhaustive(subject: Subject, profile: Profile, seconds: float, seed: int, c
 # Not a default engine: it runs when chosen (--engine exhaustive), bounded by
 # --depth/--keys rather than by the time budget.
 register_engine(Engine("exhaustive", _exhaustive, 0.5, default=False, shardable=True))
+
+
+def _fast(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
+          ) -> EngineRun:
+    from policyspec.engines.fast import run_fast
+
+    return run_fast(subject, profile, seconds, seed, capacity)
+
+
+register_engine(Engine("fast", _fast, 0.15))
+
+
+def _cost(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
+          ) -> EngineRun:
+    from policyspec.engines.cost import run_cost
+
+    return run_cost(subject, profile, seconds, seed, capacity)
+
+
+# Measures fixed sizes (a verdict needs the full separation), whatever its share.
+register_engine(Engine("cost", _cost, 0.1, only_for="cost"))

@@ -28,7 +28,7 @@ import random
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from itertools import islice
-from operator import attrgetter, is_not, itemgetter
+from operator import attrgetter, is_not, itemgetter, ne
 from time import monotonic
 from typing import Any
 
@@ -248,13 +248,11 @@ class _Driver:
                     self._presence(k, got, rid)
 
     def _observe_blocks(self, named: Sequence[int], requirement: str) -> None:
-        """``_observe``, and the fields of the blocks of ``named`` (present
-        keys) are what the manager wrote."""
+        """``_observe``, and the ref_cnt of the blocks of ``named`` (present
+        keys) is what the manager wrote (block ids: every sweep)."""
         self._observe(named, requirement)
-        mine = list(map(self.blocks.__getitem__, named))
-        if list(map(_REF_CNT, mine)) != list(map(self.oracle.refs.__getitem__, named)) or list(
-            map(_BLOCK_ID, mine)
-        ) != list(map(self.ids.__getitem__, named)):
+        if any(map(ne, map(_REF_CNT, map(self.blocks.__getitem__, named)),
+                   map(self.oracle.refs.__getitem__, named))):
             for k in named:
                 self._block(k)
 
@@ -265,7 +263,11 @@ class _Driver:
 
     def sweep(self) -> None:
         """Every present key has its block, and the block its fields."""
-        self._observe_blocks(list(self.blocks), "GET-PURE")
+        present = list(self.blocks)
+        self._observe_blocks(present, "GET-PURE")
+        if any(map(ne, map(_BLOCK_ID, self.blocks.values()), self.ids.values())):
+            for k in present:
+                self._block(k)
 
     # -- actions (model.actions.expand), a run of one kind at a time -------------
     # Only evict can fail softly (EVICT-LIVENESS), and it comes alone.
