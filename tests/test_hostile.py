@@ -24,7 +24,10 @@ from policyspec.profiles import get_profile
 from policyspec.subject import subject_from_class
 
 HOSTILE = Path(__file__).parent / "hostile"
-FILES = sorted(p for p in HOSTILE.glob("*.py") if not p.name.startswith("_"))
+ALL = sorted(p for p in HOSTILE.glob("*.py") if not p.name.startswith("_"))
+# Policies that end their own process can only be checked with --isolate.
+ISOLATE_ONLY = [p for p in ALL if "(isolate only)" in p.read_text().splitlines()[0]]
+FILES = [p for p in ALL if p not in ISOLATE_ONLY]
 
 
 def load(path: Path) -> ModuleType:
@@ -38,7 +41,7 @@ def load(path: Path) -> ModuleType:
 def expected(module: ModuleType) -> str:
     first = (module.__doc__ or "").strip().splitlines()[0]
     assert first.startswith("hostile: "), first
-    return first.removeprefix("hostile: ").split(".")[0].strip()
+    return first.removeprefix("hostile: ").split(".")[0].split("(")[0].strip()
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
@@ -137,3 +140,26 @@ def test_invalid_option_gives_one_line_and_exit_2(args: list[str], message: str)
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+@pytest.mark.parametrize("path", ISOLATE_ONLY, ids=[p.stem for p in ISOLATE_ONLY])
+def test_isolated_checker_survives_a_policy_that_ends_its_process(
+    path: Path, tmp_path: Path
+) -> None:
+    report = tmp_path / "report.json"
+    done = run_cli("check", f"{path}:Policy", "--isolate", "--memory-limit", "1024",
+                   "--budget", "6", "--engine", "stateful", "--call-timeout", "5", "-q",
+                   "--json-report", str(report), timeout=300)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    document = json.loads(report.read_text())
+    assert document["verdict"] == "fail"
+    failure = document["failures"][0]
+    assert failure["requirement"] == "API-PROCESS-ALIVE"
+    assert failure["trace"] and "process ended" in failure["message"]
+
+
+def test_isolated_check_passes_a_correct_policy(tmp_path: Path) -> None:
+    done = run_cli("check", "policyspec.reference:LRUCachePolicy", "--isolate", "--profile",
+                   "lru", "--budget", "4", "--engine", "stateful", "-q")
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "PASS       API-PROCESS-ALIVE" in done.stdout

@@ -147,7 +147,7 @@ def _run_engine(
 
 def _minimise(subject: Subject, profile: Profile, capacity: int, finding: Finding) -> Finding:
     trace = finding.trace
-    if not finding.shrunk and finding.requirement == "API-RETURNS":
+    if not finding.shrunk and finding.requirement in ("API-RETURNS", "API-PROCESS-ALIVE"):
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
         saved, watch.limit = watch.limit, min(watch.limit, 0.5)

@@ -113,6 +113,11 @@ def add_parser(sub: Any) -> None:
                         help="run the K-th of N deterministic parts of the campaign (CI "
                         "matrix): random engines use the seed SEED*N+K-1, the exhaustive "
                         "engine its K-th part of the search space")
+    parser.add_argument("--isolate", action="store_true",
+                        help="run the policy in a child process under a memory limit, so that "
+                        "os._exit, crashes and memory exhaustion become verdicts")
+    parser.add_argument("--memory-limit", type=positive_int, default=4096, metavar="MB",
+                        help="address-space limit of the --isolate child (default 4096)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=run)
 
@@ -182,6 +187,8 @@ def run(args: argparse.Namespace) -> int:
                              f"{exc.strerror or exc}") from None
     if (args.target is None) == (args.exec_command is None):
         raise UsageError("give a TARGET or --exec COMMAND (exactly one)")
+    if args.isolate and args.exec_command is not None:
+        raise UsageError("--isolate is for a Python TARGET; --exec already runs in a child")
     engines = _engines(args)
     exec_target = None
     try:
@@ -196,6 +203,20 @@ def run(args: argparse.Namespace) -> int:
             subject = exec_target.subject
         else:
             subject = load_subject(args.target, stand_in=not args.no_stand_in, api=args.api)
+            if args.isolate:
+                from policyspec.protocol import ChildError
+                from policyspec.protocol.isolate import IsolatedTarget
+
+                try:
+                    limit = args.call_timeout + 2.0 if args.call_timeout > 0 else 3600.0
+                    exec_target = IsolatedTarget(
+                        args.target, api=args.api, stand_in=not args.no_stand_in,
+                        memory_limit_mb=args.memory_limit, timeout=limit,
+                    )
+                except ChildError as exc:
+                    raise TargetError(f"--isolate: the child process did not start: {exc}"
+                                      ) from None
+                subject = exec_target.isolated_subject(subject)
     except TargetError as exc:
         print(f"policyspec: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

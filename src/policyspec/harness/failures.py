@@ -11,7 +11,13 @@ from functools import cache
 
 from policyspec.model.actions import Action
 
-__all__ = ["Aborted", "CallerContractError", "ConformanceFailure", "failure_type"]
+__all__ = [
+    "Aborted",
+    "CallerContractError",
+    "ConformanceFailure",
+    "ProcessDied",
+    "failure_type",
+]
 
 
 class ConformanceFailure(AssertionError):
@@ -44,3 +50,8 @@ class Aborted(BaseException):
     def __init__(self, failure: ConformanceFailure) -> None:
         super().__init__(str(failure))
         self.failure = failure
+
+
+class ProcessDied(Exception):
+    """The process holding the policy ended during a call (``--isolate``):
+    the policy broke API-PROCESS-ALIVE."""

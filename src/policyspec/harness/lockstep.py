@@ -18,6 +18,7 @@ from policyspec.harness.failures import (
     Aborted,
     CallerContractError,
     ConformanceFailure,
+    ProcessDied,
     failure_type,
 )
 from policyspec.harness.watchdog import CallTimeout
@@ -76,6 +77,7 @@ class Lockstep:
         self.policy = subject.build(capacity)
         self.has_mark = subject.has("mark")
         self.has_clear = subject.has("clear")
+        self.isolated = subject.has("isolated")
         self.blocks: dict[int, Any] = {}
         self.written: dict[int, tuple[int, int]] = {}
         self.known: set[int] = set()
@@ -146,8 +148,8 @@ class Lockstep:
     def _fail(self, requirement: str, message: str) -> None:
         failure = failure_type(requirement)(requirement, message, tuple(self.trace))
         if self.fatal(requirement):
-            if requirement == "API-RETURNS":
-                raise Aborted(failure)  # replays would hang again: no shrinking here
+            if requirement in _COSTLY:
+                raise Aborted(failure)  # each replay would hang or kill again
             raise failure
         if all(f.requirement != requirement for f in self.soft):
             self.soft.append(failure)
@@ -156,6 +158,8 @@ class Lockstep:
         self.calls += 1
         self.checked["API-NO-RAISE"] += 1
         self.checked["API-RETURNS"] += 1
+        if self.isolated:
+            self.checked["API-PROCESS-ALIVE"] += 1
         watch = _watch
         watch.op, watch.since = op, monotonic()
         try:
@@ -169,7 +173,16 @@ class Lockstep:
                 "every call to return",
             )
             raise _Stop from None
-        except (KeyboardInterrupt, MemoryError, ConformanceFailure):
+        except (ProcessDied, MemoryError) as exc:
+            shown = ", ".join(self._show(a) for a in args)
+            what = "ran out of memory" if isinstance(exc, MemoryError) else "ended"
+            self._fail(
+                "API-PROCESS-ALIVE",
+                f"the policy's process {what} during {op}({shown}): {exc}; the spec requires "
+                "the policy never to end or crash the process",
+            )
+            raise _Stop from None
+        except (KeyboardInterrupt, ConformanceFailure):
             raise
         except (Exception, SystemExit) as exc:  # the policy's own fault becomes a verdict
             shown = ", ".join(self._show(a) for a in args)
@@ -420,6 +433,11 @@ class Lockstep:
             rid = requirement or "GET-ABSENT"
             self._fail(rid, f"after {op}, get({k}) returned {got!r}; key {k} is absent and the "
                        "spec requires None")
+
+
+_COSTLY = frozenset({"API-RETURNS", "API-PROCESS-ALIVE"})
+"""Failures whose replays cost a time limit or a process: engines stop at
+once and the trace is shrunk with few tries (check._minimise)."""
 
 
 class _Stop(Exception):

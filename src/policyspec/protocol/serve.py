@@ -1,0 +1,146 @@
+"""The policy side of the line protocol for Python policies:
+``python -m policyspec.protocol.serve TARGET``.
+
+``policyspec check --isolate`` runs the policy under test through this
+server in a child process, under a memory limit: a policy that calls
+``os._exit``, crashes through ctypes or exhausts memory ends the child, not
+the checker, which reports API-PROCESS-ALIVE. The server loads TARGET with
+the same adapters as an in-process check (stand-ins, API revisions), makes
+real blocks with the subject's own block type, and answers one JSON line
+per request (spec/protocol.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+from collections.abc import Hashable
+from typing import Any
+
+from policyspec.protocol.child import PROTOCOL
+
+__all__ = ["main"]
+
+
+class Server:
+    """Holds one policy and its blocks; answers requests."""
+
+    def __init__(self, target: str, *, api: str | None, stand_in: bool) -> None:
+        from policyspec.adapters import load_subject
+
+        self.subject = load_subject(target, stand_in=stand_in, api=api)
+        self.policy: Any = None
+        self.blocks: dict[int, Any] = {}
+        self._real: dict[int, Hashable] = {}
+        self._wire: dict[Hashable, int] = {}
+
+    def key(self, wire: int) -> Hashable:
+        real = self._real.get(wire)
+        if real is None:
+            real = self.subject.make_key(wire)
+            self._real[wire] = real
+            self._wire[real] = wire
+        return real
+
+    def wire_key(self, real: object) -> object:
+        try:
+            return self._wire.get(real, repr(real))
+        except TypeError:
+            return repr(real)
+
+    def handle(self, block: object) -> object:
+        """The wire handle of a block the policy returned: its id, or a
+        negative id when it is not the very object inserted under that id."""
+        if block is None:
+            return None
+        block_id = getattr(block, "block_id", getattr(block, "chunk_id", None))
+        ref = getattr(block, "ref_cnt", None)
+        if not isinstance(block_id, int) or not isinstance(ref, int):
+            return {"id": -1, "ref_cnt": 0}
+        if self.blocks.get(block_id) is not block:
+            return {"id": -1 - block_id, "ref_cnt": ref}
+        return {"id": block_id, "ref_cnt": ref}
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        if op == "hello":
+            return {"ok": True, "protocol": PROTOCOL, "name": self.subject.name,
+                    "capabilities": sorted(self.subject.capabilities & {"clear", "mark"})}
+        if op == "create":
+            self.blocks = {}
+            self.policy = self.subject.build(int(request["capacity"]))
+            return {"ok": True}
+        if op == "set_ref":
+            self.blocks[int(request["id"])].ref_cnt = int(request["ref_cnt"])
+            return {"ok": True}
+        policy = self.policy
+        if op == "insert":
+            wire = request["block"]
+            block = self.subject.make_block(int(wire["ref_cnt"]), int(wire["id"]))
+            self.blocks[int(wire["id"])] = block
+            policy.insert(self.key(request["key"]), block)
+            return {"ok": True}
+        if op == "get":
+            return {"ok": True, "result": self.handle(policy.get(self.key(request["key"])))}
+        if op == "touch":
+            policy.touch([self.key(k) for k in request["keys"]])
+            return {"ok": True}
+        if op == "evict":
+            protected = {self.key(k) for k in request["protected"]}
+            return {"ok": True, "result": self.pairs(policy.evict(int(request["n"]), protected))}
+        if op in ("remove", "mark_evictable", "mark_non_evictable"):
+            getattr(policy, op)(self.key(request["key"]))
+            return {"ok": True}
+        if op == "clear":
+            policy.clear()
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def pairs(self, result: object) -> object:
+        """evict's result on the wire, keeping what is wrong with its shape
+        visible to the runner (a non-list stays a non-list)."""
+        if result is None:
+            return None
+        if not isinstance(result, list):
+            return {"not a list": type(result).__name__}
+        out: list[object] = []
+        for item in result:
+            if isinstance(item, tuple) and len(item) == 2:
+                out.append([self.wire_key(item[0]), self.handle(item[1])])
+            else:
+                out.append({"not a pair": repr(item)[:80]})
+        return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m policyspec.protocol.serve")
+    parser.add_argument("target")
+    parser.add_argument("--api")
+    parser.add_argument("--no-stand-in", action="store_true")
+    parser.add_argument("--memory-limit", type=int, default=0, metavar="MB",
+                        help="address-space limit of this process (0: none)")
+    args = parser.parse_args(argv)
+    if args.memory_limit > 0:
+        limit = args.memory_limit * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    server = Server(args.target, api=args.api, stand_in=not args.no_stand_in)
+    out = sys.stdout
+    for line in sys.stdin:
+        try:
+            reply = server.answer(json.loads(line))
+        except MemoryError:
+            # What the memory limit stands for: in vLLM's process the policy
+            # would now be killed. End the child so the runner reports it.
+            os._exit(137)
+        except (Exception, SystemExit) as exc:  # the policy's fault travels as an answer
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        out.write(json.dumps(reply, separators=(",", ":")) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
