@@ -235,7 +235,7 @@ class ManagerMachine(RuleBasedStateMachine):
         self.h.calls += 1
         try:
             return self.h.policy.get(self.h.key(k))
-        except Exception as exc:  # the policy's own fault
+        except (Exception, SystemExit) as exc:  # the policy's own fault
             self._fail("API-NO-RAISE", f"get(key {k}) raised {type(exc).__name__}: {exc}")
             return None
 

@@ -46,7 +46,8 @@ _ANY: Any = object()
 
 Output = object
 """What one step gave: a get's presence (bool), an evict's victims (tuple of
-model keys, or None), ``"raised X"`` / ``"did not return"``, else None."""
+model keys, or None), ``"raised X"`` / ``"did not return"`` / a malformed
+evict result described in words, else None."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class _Runner:
             return True, method(*args)
         except CallTimeout:
             return False, "did not return"
-        except Exception as exc:  # the policy's fault is a result like any other
+        except (Exception, SystemExit) as exc:  # the policy's fault is a result like any other
             return False, f"raised {type(exc).__name__}"
         finally:
             watch.op = None
@@ -170,11 +171,11 @@ class _Runner:
         if result is None:
             return None
         if not isinstance(result, list):
-            return f"returned {type(result).__name__}"
+            return f"a {type(result).__name__}, not a list"
         victims: list[int | str] = []
         for item in result:
             if not (isinstance(item, tuple) and len(item) == 2):
-                return f"returned item {type(item).__name__}"
+                return f"a list holding a {type(item).__name__}, not a (key, block) pair"
             k = self.keys.back(item[0])
             victims.append(k)
             if isinstance(k, int):
@@ -400,8 +401,8 @@ def _added_requirement(relation: Relation, step: Step, out: Output) -> str:
     """An added call with a fixed expected result broke it: name what."""
     if out == "did not return":
         return "API-RETURNS"
-    if isinstance(out, str):
-        return "API-NO-RAISE"
+    if isinstance(out, str):  # "raised X", or a malformed evict result
+        return "API-NO-RAISE" if out.startswith("raised") else "EVICT-SHAPE"
     action = step.action
     if action[0] == "evict" and step.refs is not None and (out is None or isinstance(out, tuple)):
         refs = dict(step.refs)
@@ -426,10 +427,11 @@ def _show(action: Action, out: Output) -> str:
 
 def _generate(
     subject: Subject, capacity: int, rng: random.Random, length: int, run: EngineRun
-) -> tuple[Action, ...]:
+) -> tuple[tuple[Action, ...], bool]:
     """A legal sequence for this very policy: ActionSource on a lockstep
     harness (core, no presence sweep), cut before a policy-level failure
-    (the other engines report those)."""
+    (the other engines report those). The flag says a call did not return:
+    then every further replay would wait out the call limit."""
     harness = Lockstep(subject, get_profile("core"), capacity, observe=False)
     source = ActionSource(rng, pool=POOL, capacity=capacity, with_clear=subject.has("clear"))
     try:
@@ -441,9 +443,9 @@ def _generate(
         if note not in run.notes:
             run.notes.append(note)
         run.calls += harness.calls
-        return tuple(harness.trace[:-1])
+        return tuple(harness.trace[:-1]), isinstance(exc, Aborted)
     run.calls += harness.calls
-    return tuple(harness.trace)
+    return tuple(harness.trace), False
 
 
 def run_metamorphic(
@@ -469,7 +471,10 @@ def run_metamorphic(
     while pending:
         rng = random.Random(f"metamorphic:{seed}:{index}")
         length = lengths[index % len(lengths)]
-        sequence = _generate(subject, capacity, rng, length, run)
+        sequence, hung = _generate(subject, capacity, rng, length, run)
+        if hung:
+            run.notes.append("stopped: a policy call did not return (API-RETURNS)")
+            break
         base = judge.baseline(sequence)
         again = judge.baseline(sequence)
         if not (base.legal and again.legal and base.outputs == again.outputs):
@@ -484,7 +489,7 @@ def run_metamorphic(
             break
         run.examples += 1
         prefix_rng = random.Random(f"metamorphic-prefix:{seed}:{index}")
-        prefix = _generate(subject, capacity, prefix_rng, length, run)
+        prefix, hung = _generate(subject, capacity, prefix_rng, length, run)
         ctx = _Context(capacity, prefix)
         for relation in list(pending):
             run.checked[relation.requirement] += 1
@@ -495,6 +500,10 @@ def run_metamorphic(
                 if finding is not None:
                     run.add(finding)
                     pending.remove(relation)
+                    hung = hung or "did not return" in finding.message
+        if hung:
+            run.notes.append("stopped: a policy call did not return (API-RETURNS)")
+            break
         index += 1
         if time.monotonic() - started >= seconds or index == examples:
             break
