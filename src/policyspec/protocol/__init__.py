@@ -13,6 +13,7 @@ from policyspec.protocol.remote import (
     ExecTarget,
     PolicyError,
     RemoteBlock,
+    RemoteKeyError,
     RemotePolicy,
 )
 
@@ -24,5 +25,6 @@ __all__ = [
     "ExecTarget",
     "PolicyError",
     "RemoteBlock",
+    "RemoteKeyError",
     "RemotePolicy",
 ]

@@ -19,7 +19,14 @@ from typing import Any
 from policyspec.protocol.child import PROTOCOL, Child, ChildError
 from policyspec.subject import ALL_CAPABILITIES, Subject, offload_key
 
-__all__ = ["KEY_FORMATS", "ExecTarget", "PolicyError", "RemoteBlock", "RemotePolicy"]
+__all__ = [
+    "KEY_FORMATS",
+    "ExecTarget",
+    "PolicyError",
+    "RemoteBlock",
+    "RemoteKeyError",
+    "RemotePolicy",
+]
 
 KEY_FORMATS = ("int", "hex")
 """How model key k travels: ``int`` as the JSON number k, ``hex`` as the
@@ -28,6 +35,14 @@ hex string of vLLM's OffloadKey bytes for k (opaque 40-character text)."""
 
 class PolicyError(Exception):
     """The policy in the child raised (the answer had ``"ok": false``)."""
+
+
+class RemoteKeyError(PolicyError, KeyError):
+    """The child's error text starts with ``KeyError``: raised as a KeyError
+    too, since the seed's strict operations are specified to raise one."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class RemoteBlock:
@@ -181,7 +196,8 @@ class ExecTarget:
                              "latest policy of a child can be driven)")
         answer = self.child.request(message)
         if not answer["ok"]:
-            raise PolicyError(str(answer.get("error", "the policy raised")))
+            text = str(answer.get("error", "the policy raised"))
+            raise (RemoteKeyError if text.startswith("KeyError") else PolicyError)(text)
         return answer.get("result")
 
     def register(self, block: Any) -> None:
