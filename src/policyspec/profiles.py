@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from policyspec.model import State, eligible, lru_victims
+from policyspec.model.actions import Action
 from policyspec.model.arc import ARCRefinement
+from policyspec.model.probe import Probe, ProbeResult
 
 __all__ = [
     "PROFILES",
+    "Diagnosis",
     "LRURefinement",
     "Profile",
     "Refinement",
@@ -49,6 +52,28 @@ class Refinement(Protocol):
     def culprit(self, op: str) -> str:
         """The requirement broken when the eviction order first diverges
         right after an operation named ``op``."""
+        ...
+
+
+@runtime_checkable
+class Diagnosis(Protocol):
+    """Optional, for a refinement whose state the whole eviction order does
+    not show (engines/explain.py uses it when a refinement has both
+    methods; without them the probe is the whole eviction order and the
+    requirement is ``culprit(op)``)."""
+
+    def probes(self, ext: Any, state: State) -> Sequence[Probe]:
+        """What to run after a prefix to compare the hidden state."""
+        ...
+
+    def blame(
+        self, history: Sequence[Action], action: Action, ext: Any, state: State,
+        results: Sequence[ProbeResult], previous: Sequence[ProbeResult],
+    ) -> str | None:
+        """The requirement ``action`` broke given the probes' results right
+        after it and right before it (``previous``; ``ext``, ``state``: the
+        refinement's and core state before it; ``history``: the actions
+        before it), or None when they do not point at it."""
         ...
 
 
@@ -152,6 +177,10 @@ register_profile(
 )
 register_profile(
     Profile("arc", ("core", "arc"), ARCRefinement(), "exact vLLM-ARC victims, ghosts and target")
+)
+register_profile(
+    Profile("seed-errors", ("core", "seed-errors"), None,
+            "core plus the seed LRU's KeyError on two caller mistakes (optional)")
 )
 register_profile(
     Profile("cost", ("core", "cost"), None,

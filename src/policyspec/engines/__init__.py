@@ -107,3 +107,18 @@ def _cost(subject: Subject, profile: Profile, seconds: float, seed: int, capacit
 
 # Measures fixed sizes (a verdict needs the full separation), whatever its share.
 register_engine(Engine("cost", _cost, 0.1, only_for="cost"))
+
+
+def _evict_linear(requirement: str) -> Callable[[Subject, Profile, float, int, int], EngineRun]:
+    def run(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
+            ) -> EngineRun:
+        from policyspec.engines.evict_linear import run_evict_linear
+
+        return run_evict_linear(subject, profile, seconds, seed, capacity,
+                                requirement=requirement)
+
+    return run
+
+
+# The arc profile bounds the work of one batch eviction as a MUST (bug V5).
+register_engine(Engine("evict-linear", _evict_linear("ARC-EVICT-LINEAR"), 0.02, only_for="arc"))

@@ -4,24 +4,32 @@ An exact profile notices a wrong order only when an eviction returns other
 victims than the refinement. The operation that really went wrong may have
 come much earlier (a touch that walked the wrong way, a mark that did not
 refresh recency). ``culprit`` replays each prefix of the minimal trace on a
-fresh policy and asks it for its whole eviction order (evict every eligible
-key); the first prefix whose order differs from the refinement's names the
-culprit operation. A failure that disappears when the harness stops
-observing through ``get`` is a side effect of get (GET-PURE).
+fresh policy and runs probes after it (each on its own replay: probes are
+destructive): caller actions, then one eviction compared with the
+refinement's. Without more knowledge the probe is the whole eviction order
+(evict every eligible key) and the first prefix whose order differs names
+its last operation through ``refinement.culprit``. A refinement that is
+also a ``Diagnosis`` chooses its probes and reads their answers itself
+(``blame``), and may decline to blame an operation, so that the search
+goes on. A failure that disappears when the harness stops observing through
+``get`` is a side effect of get (GET-PURE).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from policyspec.engines.replay import failure_of
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
-from policyspec.profiles import Profile
+from policyspec.model.probe import Probe, ProbeResult
+from policyspec.model.state import State
+from policyspec.profiles import Diagnosis, Profile, Refinement
 from policyspec.subject import Subject
 
-__all__ = ["culprit"]
+__all__ = ["culprit", "run_probe"]
 
 
 def culprit(
@@ -36,33 +44,100 @@ def culprit(
         return requirement
     if failure_of(subject, profile, capacity, trace, observe=False) is None:
         return "GET-PURE"
+    diagnosis = refinement if isinstance(refinement, Diagnosis) else _WholeOrder(refinement)
+    before = Lockstep(subject, profile, capacity, observe=False)
+    ext, state = before.ext, before.state.copy()
+    previous: list[ProbeResult] = []
     for end in range(1, len(trace)):
-        harness = Lockstep(subject, profile, capacity, observe=False)
-        try:
-            harness.run(trace[:end])
-        except (ConformanceFailure, CallerContractError, Aborted):
+        prefix = trace[:end]
+        harness = _replay(subject, profile, capacity, prefix)
+        if harness is None:
             return requirement
-        if _order_differs(harness):
-            return _culprit_of(trace[end - 1], refinement.culprit)
+        probes = list(diagnosis.probes(harness.ext, harness.state))
+        results = []
+        for index, probe in enumerate(probes):
+            # The last probe runs on the harness at hand, the others on replays.
+            fresh = harness if index == len(probes) - 1 else None
+            results.append(run_probe(subject, profile, capacity, prefix, probe, harness=fresh))
+        blamed = diagnosis.blame(prefix[:-1], prefix[-1], ext, state, results, previous)
+        if blamed is not None:
+            return blamed
+        previous = results
+        ext, state = harness.ext, harness.state.copy()
     return requirement
 
 
-def _order_differs(harness: Lockstep) -> bool:
-    """Evict every eligible key from the harness's policy and compare the
-    order with the refinement's (the harness is spent afterwards)."""
-    refinement = harness.refinement
+def run_probe(
+    subject: Subject, profile: Profile, capacity: int, prefix: Sequence[Action], probe: Probe,
+    *, harness: Lockstep | None = None,
+) -> ProbeResult:
+    """Replay ``prefix`` on a fresh policy (or take ``harness``, which ran
+    it and is spent afterwards), run the probe's setup, then its evict on
+    the policy and on the refinement."""
+    refinement = profile.refinement
     assert refinement is not None
-    count = len(eligible(harness.state, ()))
-    if count == 0:
-        return False
-    _, expected = refinement.evict(harness.ext, harness.state, count, ())
+    harness = harness or _replay(subject, profile, capacity, prefix)
+    assert harness is not None, "the prefix replayed once already"
     try:
-        got = harness.policy.evict(count, set())
+        harness.run(probe.setup)
+    except (ConformanceFailure, Aborted):
+        return ProbeResult(probe, None, None, harness.ext, harness.state, broken=True)
+    _, expected = refinement.evict(harness.ext, harness.state, probe.n, probe.protected)
+    try:
+        got = harness.policy.evict(probe.n, {harness.key(k) for k in probe.protected})
     except Exception:
-        return True
-    if got is None or expected is None:
-        return got is not expected
-    return [harness.model_key(k) for k, _ in got] != expected
+        return ProbeResult(probe, None, expected, harness.ext, harness.state, broken=True)
+    if got is None:
+        return ProbeResult(probe, None, expected, harness.ext, harness.state)
+    victims = _model_keys(harness, got)
+    broken = victims is None
+    return ProbeResult(probe, victims, expected, harness.ext, harness.state, broken=broken)
+
+
+def _model_keys(harness: Lockstep, got: object) -> list[int] | None:
+    """The victims in model keys, or None when ``got`` is not a list of
+    (key, block) pairs of keys handed out."""
+    if not isinstance(got, list):
+        return None
+    keys: list[int] = []
+    for item in got:
+        key = harness.model_key(item[0]) if isinstance(item, tuple) and len(item) == 2 else None
+        if key is None:
+            return None
+        keys.append(key)
+    return keys
+
+
+def _replay(
+    subject: Subject, profile: Profile, capacity: int, prefix: Sequence[Action]
+) -> Lockstep | None:
+    """A harness that ran ``prefix``, or None when the prefix itself fails."""
+    harness = Lockstep(subject, profile, capacity, observe=False)
+    try:
+        harness.run(prefix)
+    except (ConformanceFailure, CallerContractError, Aborted):
+        return None
+    return harness
+
+
+class _WholeOrder:
+    """The diagnosis of a refinement that has none: evict every eligible
+    key; the first prefix whose order differs names its last operation."""
+
+    def __init__(self, refinement: Refinement) -> None:
+        self.refinement = refinement
+
+    def probes(self, ext: Any, state: State) -> list[Probe]:
+        count = len(eligible(state, ()))
+        return [Probe("order", (), count)] if count else []
+
+    def blame(
+        self, history: Sequence[Action], action: Action, ext: Any, state: State,
+        results: Sequence[ProbeResult], previous: Sequence[ProbeResult],
+    ) -> str | None:
+        if not any(r.differs for r in results):
+            return None
+        return _culprit_of(action, self.refinement.culprit)
 
 
 # The policy call an action ends with (end_read ends with mark_evictable

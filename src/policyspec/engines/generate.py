@@ -291,8 +291,10 @@ class ActionSource:
     def _touch_run(self, state: StateView) -> list[Action] | None:
         """One touch of up to ``RUN`` keys: a prefix, or any keys."""
         random_ = self.rng.random
-        size = int(random_() * (RUN + 1))
         span = self.pool + 4
+        # No longer than the key span: a small cache (pool + 4 < RUN) would
+        # otherwise start the prefix at a negative key.
+        size = int(random_() * (min(RUN, span) + 1))
         if random_() < 0.5:
             start = int(random_() * (span - size))
             return [("touch", tuple(range(start, start + size)))]

@@ -68,10 +68,14 @@ class PolicyMachine(RuleBasedStateMachine):
         super().__init__()
         self.h = Lockstep(self.subject, self.profile, self.capacity)
         self.stats.examples += 1
+        self.inserted: set[int] = set()
+        """Keys inserted so far (for touch: see ``_departed``)."""
 
     def _do(self, action: Action) -> None:
         note(describe(action))
         self.stats.steps += 1
+        if action[0] == "insert":
+            self.inserted.add(action[1])
         self.h.apply(action)
 
     def teardown(self) -> None:
@@ -89,6 +93,14 @@ class PolicyMachine(RuleBasedStateMachine):
 
     def _with_ref(self, test: Callable[[int], bool]) -> list[int]:
         return sorted(k for k, r in self.h.state.refs.items() if test(r))
+
+    def _departed(self) -> list[int]:
+        """Keys that were present and are not now (evicted, removed,
+        cleared). Touching them is caller-legal like any absent key, and
+        it is what reaches a refinement's memory of departed keys: ARC's
+        ghosts, bounded by the capacity, adapt the target when touched."""
+        refs = self.h.state.refs
+        return sorted(k for k in self.inserted if k not in refs)
 
     def _room(self) -> bool:
         return len(self.h.state.refs) < min(self.pool, self.capacity)
@@ -144,10 +156,15 @@ class PolicyMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
-        """Any keys: present in any state, absent, repeated, or none."""
+        """Any keys: present in any state, absent, repeated, or none.
+        Absent keys that were present before get their own share (see
+        ``_departed``): uniform draws from the pool rarely name them."""
         universe = st.integers(0, self.pool + 3)
         present = sorted(self.h.state.refs)
+        departed = self._departed()
         choice = st.sampled_from(present) | universe if present else universe
+        if departed:
+            choice = choice | st.sampled_from(departed)
         keys = data.draw(st.lists(choice, max_size=8), label="keys")
         self._do(("touch", tuple(keys)))
 

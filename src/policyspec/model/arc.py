@@ -14,6 +14,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from policyspec.model.actions import Action
+from policyspec.model.probe import Probe, ProbeResult
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 
 __all__ = [
@@ -297,6 +299,29 @@ class ARCRefinement:
         return clear(ext)
 
     def culprit(self, op: str) -> str:
-        """The ARC requirement reported when the eviction order first
-        diverges right after ``op`` (spec/arc.md#attribution)."""
+        """The ARC requirement for a wrong order first seen right after
+        ``op``, for callers that do not probe (policyspec.prove); the
+        engines' attribution uses ``probes`` and ``blame`` below
+        (spec/arc.md#attribution)."""
         return self._CULPRITS.get(op, "ARC-EVICT-ORDER")
+
+    # ``policyspec.profiles.Diagnosis``: finer attribution than ``culprit``.
+    # arc_diagnosis imports this module, hence the imports in the bodies.
+
+    def probes(self, ext: ArcState, state: State) -> list[Probe]:
+        from policyspec.model.arc_diagnosis import probes
+
+        return probes(ext, state)
+
+    def blame(
+        self,
+        history: Sequence[Action],
+        action: Action,
+        ext: ArcState,
+        state: State,
+        results: Sequence[ProbeResult],
+        previous: Sequence[ProbeResult],
+    ) -> str | None:
+        from policyspec.model.arc_diagnosis import blame
+
+        return blame(history, action, ext, state, results, previous)

@@ -1,0 +1,319 @@
+"""Which ARC requirement a divergence names (spec/arc.md#attribution).
+
+``policyspec.engines.explain`` replays each prefix of a minimal failing
+trace and runs the probes below after it; at the first prefix where a probe
+differs, ``blame`` reads the answers and names the requirement of the
+operation that went wrong. The whole eviction order alone cannot tell a
+misplaced block in flight (invisible until its store completes), a wrong
+target (which needs a large T1 to show) or a wrong replacement rule from a
+wrong state, so ARC adds probes for each, and checks whether one target
+value explains every answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from policyspec.model import arc as model_arc
+from policyspec.model import operations as ops
+from policyspec.model.actions import Action, Primitive, expand
+from policyspec.model.arc import ArcState
+from policyspec.model.evict import commit_evict
+from policyspec.model.probe import Probe, ProbeResult
+from policyspec.model.state import IDLE, IN_FLIGHT, State
+
+__all__ = ["FRESH", "blame", "probes"]
+
+FRESH = 1 << 40
+"""Model keys from here on are the gauges' own blocks: no engine uses them,
+so they are neither resident nor ghosts."""
+
+TAIL = 2
+"""Fresh idle blocks the order probes put at the end of T1 (room
+permitting): a key in T2 that belongs to T1, or the other way round, then
+comes out on the wrong side of them, whatever the target."""
+
+_OP_REQUIREMENT = {
+    "insert": "ARC-INSERT-T1",
+    "remove": "ARC-REMOVE-NO-GHOST",
+    "finish_store": "ARC-MARK-NO-EFFECT",
+    "start_read": "ARC-MARK-NO-EFFECT",
+    "end_read": "ARC-MARK-NO-EFFECT",
+    "evict": "ARC-EVICT-ORDER",
+    "clear": "ARC-CLEAR-RESET",
+    "get": "GET-PURE",
+}
+
+
+def probes(arc: ArcState, state: State) -> list[Probe]:
+    """``order``: evict every idle key, after ``TAIL`` fresh ones.
+    ``t1``, ``t2``: evict one list's keys with the other list protected,
+    which the target cannot reorder (every probe but ``order`` completes
+    the stores and loads first, so that blocks in flight or being read show
+    where they sit). ``hidden``: the same, every key at once. ``gauge1``,
+    ``gauge2``: fill the room with fresh idle blocks (T1) and touch one, or
+    several, of them (T2): where the first T2 victim comes shows the target,
+    for two sizes of T2."""
+    found: list[Probe] = []
+    room = (state.capacity or 0) - len(state.refs)
+    fresh = list(range(FRESH, FRESH + min(room, TAIL)))
+    tail = tuple(("insert", key, IDLE) for key in fresh)
+    idle = sum(1 for ref in state.refs.values() if ref == IDLE)
+    if idle:
+        found.append(Probe("order", tail, idle + len(tail)))
+    completion: list[Action] = []
+    for key in [*arc.t1, *arc.t2]:
+        ref = state.refs.get(key, IDLE)
+        if ref == IN_FLIGHT:
+            completion.append(("finish_store", key))
+        completion.extend(("end_read", key) for _ in range(max(ref, 0)))
+    setup = (*completion, *tail)
+    t1 = [*arc.t1, *fresh]
+    if t1:
+        found.append(Probe("t1", setup, len(t1), frozenset(arc.t2)))
+    if arc.t2:
+        found.append(Probe("t2", setup, len(arc.t2), frozenset(t1)))
+    if completion:
+        found.append(Probe("hidden", setup, len(t1) + len(arc.t2)))
+    size = min(room, 2 * int(arc.target) + 4)
+    if size >= 3:
+        gauge = tuple(range(FRESH, FRESH + size))
+        stores = tuple(("insert", key, IDLE) for key in gauge)
+        wide = max(2, min(size - 1, int(arc.target) + 1))
+        everyone = idle + size
+        found.append(Probe("gauge1", (*stores, ("touch", gauge[:1])), everyone))
+        found.append(Probe("gauge2", (*stores, ("touch", gauge[:wide])), everyone))
+    return found
+
+
+def blame(
+    history: Sequence[Action],
+    action: Action,
+    arc: ArcState,
+    state: State,
+    results: Sequence[ProbeResult],
+    previous: Sequence[ProbeResult],
+) -> str | None:
+    """The requirement ``action`` broke, given the probes' answers right
+    after it and right before it (``previous``; ``arc`` and ``state``: the
+    model before it; ``history``: the actions before it), or None when the
+    answers do not incriminate it and the search goes on.
+
+    Only new differences count, and a probe that completes stores or loads
+    counts only after a touch: after an insert or a mark it cannot tell a
+    misplaced block from a mark that moves it. A refusal is evict's
+    (ARC-LIVENESS). A ``t1`` or ``t2`` difference means the lists are
+    wrong: the operation's own requirement. Otherwise the lists are right
+    and either no target value explains every answer (the replacement rule
+    is wrong: ARC-EVICT-ORDER) or one does and the target is wrong: see
+    ``_blame_target``."""
+    op = action[0]
+    credible = [r for r in results if op == "touch" or not _completes(r.probe)]
+    differed = {r.probe.name for r in previous if r.differs}
+    new = [r for r in credible if r.differs and r.probe.name not in differed]
+    if not new:
+        return None
+    if any(r.refused for r in new):
+        # Eligibility is ref_cnt alone (ARC-MARK-NO-EFFECT) and core checks
+        # membership, so a refusal with enough idle keys is evict's own.
+        return "ARC-LIVENESS"
+    if op == "get":
+        return "GET-PURE"
+    if any(r.probe.name in ("t1", "t2") for r in new):
+        if op != "touch":
+            return _OP_REQUIREMENT[op]
+        return _blame_touch_lists(action[1], arc, state, credible)
+    top = max(_top(credible), _top(previous))
+    explaining = _explaining_targets(credible, top)
+    if not explaining:
+        return "ARC-EVICT-ORDER"  # the lists are right, the victims for them are not
+    return _blame_target(history, action, arc, state, credible, previous, explaining, top)
+
+
+def _completes(probe: Probe) -> bool:
+    return any(step[0] in ("finish_store", "end_read") for step in probe.setup)
+
+
+def _blame_touch_lists(
+    keys: Sequence[int], arc: ArcState, state: State, results: Sequence[ProbeResult]
+) -> str:
+    """A touch left T1 or T2 wrong: the walk over resident keys, a key in
+    flight, or a ghost's touch that moved a resident key."""
+    resident = [k for k in keys if k in arc.t1 or k in arc.t2]
+    if not resident:
+        return "ARC-GHOST-ADAPT"  # a ghost's touch must not move resident keys
+    in_flight = {k for k in resident if k in arc.t1 and not model_arc.is_ready(state, k)}
+    wrong = _misplaced(results, resident) or set(resident)
+    return "ARC-TOUCH-NOT-READY" if wrong <= in_flight else "ARC-TOUCH-ORDER"
+
+
+def _blame_target(
+    history: Sequence[Action], action: Action, arc: ArcState, state: State,
+    results: Sequence[ProbeResult], previous: Sequence[ProbeResult], explaining: set[int],
+    top: int,
+) -> str:
+    """The lists are right and the policy acts on another target than the
+    spec's. A touch that names absent keys is where the spec moves the
+    target: it is judged by ``_blame_adaptation``. Any other operation may
+    not move it, but a wrong target often shows only later (it needs a T1
+    shorter than itself and T2 candidates): when the target the policy acts
+    on now fitted the answers before this operation too, the last earlier
+    touch of absent keys is judged instead, and the operation only when
+    there is none."""
+    op = action[0]
+    if op == "touch" and _departed(action[1], arc, history):
+        return _blame_adaptation([*history, action], len(history), results, top)
+    earlier = _explaining_targets(previous, top) if previous else set()
+    if explaining & earlier:
+        empty = State(capacity=state.capacity)
+        for index in range(len(history) - 1, -1, -1):
+            step = history[index]
+            if step[0] != "touch":
+                continue
+            then, _ = _model_after(history[:index], empty)
+            if _departed(step[1], then, history[:index]):
+                return _blame_adaptation([*history, action], index, results, top)
+    if op == "touch":
+        return "ARC-TOUCH-ORDER"  # a touch of resident keys moved the target
+    return _OP_REQUIREMENT[op]
+
+
+def _departed(keys: Sequence[int], arc: ArcState, history: Sequence[Action]) -> list[int]:
+    """Those of ``keys`` that were inserted in ``history`` and are absent
+    (per ``arc``): ghosts, or keys a faulty policy may still hold as such."""
+    inserted = {a[1] for a in history if a[0] == "insert"}
+    return [k for k in keys if k in inserted and k not in arc.t1 and k not in arc.t2]
+
+
+def _blame_adaptation(
+    actions: Sequence[Action], index: int, results: Sequence[ProbeResult], top: int
+) -> str:
+    """The target is wrong after ``actions``, and ``actions[index]``, a touch
+    naming absent keys, is where it went wrong. Touched ghosts: the
+    adaptation (ARC-GHOST-ADAPT), unless the answers fit an ARC whose ghost
+    lists were never trimmed to the capacity (ARC-EVICT-GHOSTS: a longer
+    ghost list changes every adaptation's step). Only keys that are no
+    ghosts: the policy kept a ghost the spec had dropped, and the operation
+    that dropped it is named (``_provenance``)."""
+    before = actions[:index]
+    capacity = results[0].state.capacity if results else None
+    arc, _ = _model_after(before, State(capacity=capacity))
+    keys = actions[index][1]
+    if any(k in arc.b1 or k in arc.b2 for k in keys):
+        unbounded, _ = _model_after(actions, State(capacity=capacity), 1 << 30)
+        explaining = _explaining_targets(results, top)
+        spec = _grid(results[0].ext.target, top)
+        if spec not in explaining and _grid(unbounded.target, top) in explaining:
+            return "ARC-EVICT-GHOSTS"
+        return "ARC-GHOST-ADAPT"
+    blamed = {_provenance(before, k, capacity) for k in _departed(keys, arc, before)}
+    for requirement in ("ARC-EVICT-GHOSTS", "ARC-REMOVE-NO-GHOST", "ARC-CLEAR-RESET"):
+        if requirement in blamed:
+            return requirement
+    return "ARC-TOUCH-ORDER"
+
+
+def _misplaced(results: Sequence[ProbeResult], keys: Sequence[int]) -> set[int]:
+    """Those of ``keys`` that a ``t1`` or ``t2`` probe shows elsewhere than
+    the model has them (another list, or another place in it)."""
+    wrong: set[int] = set()
+    for r in results:
+        if r.probe.name not in ("t1", "t2") or not r.differs:
+            continue
+        got, expected = r.got or [], r.expected or []
+        for key in keys:
+            where = got.index(key) if key in got else None
+            if where != (expected.index(key) if key in expected else None):
+                wrong.add(key)
+    return wrong
+
+
+def _explaining_targets(results: Sequence[ProbeResult], top: int) -> set[int]:
+    """The target values (as ``_grid`` reduces them) that make the
+    refinement evict exactly what the policy evicted in every probe (T1,
+    T2 and the rest as the model has them). Only int(target) matters, 1
+    acts as 0 (with no T1 entry left T1 has nothing to give either way),
+    and every value from ``top`` (above the longest T1) on acts the same."""
+    if any(r.broken for r in results):
+        return set()
+    return {
+        target
+        for target in (0, *range(2, top + 1))
+        if all(
+            r.got == model_arc.victims(replace(r.ext, target=target), r.state, r.probe.n,
+                                       r.probe.protected)
+            for r in results
+        )
+    }
+
+
+def _top(results: Sequence[ProbeResult]) -> int:
+    return max((len(r.ext.t1) for r in results), default=0) + 1
+
+
+def _grid(target: float, top: int) -> int:
+    value = min(int(target), top)
+    return 0 if value == 1 else value
+
+
+def _provenance(history: Sequence[Action], key: int, capacity: int | None) -> str:
+    """The requirement of the last operation in ``history`` after which
+    ``key`` was, per the spec, neither resident nor a ghost: an eviction
+    that trimmed it from its ghost list, a remove, a clear. A key never
+    inserted gives ARC-TOUCH-ORDER (touch ignores other keys)."""
+    arc = model_arc.start(capacity or 0)
+    state = State(capacity=capacity)
+    last = "ARC-TOUCH-ORDER"
+    # (the same walk as _model_after, watching one key)
+    for action in history:
+        for call in expand(state, action):
+            was_known = key in arc.t1 or key in arc.t2 or key in arc.b1 or key in arc.b2
+            arc, state = _step(arc, state, call)
+            if not was_known or key in arc.t1 or key in arc.t2 or key in arc.b1 or key in arc.b2:
+                continue
+            last = {
+                "evict": "ARC-EVICT-GHOSTS",
+                "remove": "ARC-REMOVE-NO-GHOST",
+                "clear": "ARC-CLEAR-RESET",
+            }.get(call[0], last)
+    return last
+
+
+def _model_after(
+    actions: Sequence[Action], start: State, arc_capacity: int | None = None
+) -> tuple[ArcState, State]:
+    """The model after ``actions`` from a fresh policy (``start``: an empty
+    state of the capacity), with ``arc_capacity`` (default: the capacity)
+    bounding the ghosts and the target."""
+    arc = model_arc.start(start.capacity or 0 if arc_capacity is None else arc_capacity)
+    state = start
+    for action in actions:
+        for call in expand(state, action):
+            arc, state = _step(arc, state, call)
+    return arc, state
+
+
+def _step(arc: ArcState, state: State, call: Primitive) -> tuple[ArcState, State]:
+    """One primitive call or write on the model (as the harness moves it)."""
+    op, args = call[0], call[1:]
+    if op == "set_ref":
+        after = state.copy()
+        after.refs[args[0]] = args[1]
+        return arc, after
+    if op == "insert":
+        return model_arc.insert(arc, args[0]), ops.insert(state, args[0], args[1])
+    if op == "remove":
+        return model_arc.remove(arc, args[0]), ops.remove(state, args[0])
+    if op == "touch":
+        return model_arc.touch(arc, state, args[0]), ops.touch(state, args[0])
+    if op == "mark_evictable":
+        return arc, ops.mark_evictable(state, args[0])
+    if op == "mark_non_evictable":
+        return arc, ops.mark_non_evictable(state, args[0])
+    if op == "evict":
+        arc_after, victims = model_arc.evict(arc, state, args[0], args[1])
+        return arc_after, state if victims is None else commit_evict(state, victims)
+    if op == "clear":
+        return model_arc.clear(arc), ops.clear(state)
+    return arc, state  # get

@@ -1,0 +1,59 @@
+"""Probes: caller actions that make a refinement's hidden state observable.
+
+An exact profile sees a policy's order only through ``evict``. To name the
+operation that went wrong, ``policyspec.engines.explain`` replays each
+prefix of a failing trace and runs probes after it: a few more caller
+actions (``setup``), then one ``evict(n, protected)`` whose victims are
+compared with the refinement's. A refinement that knows more than the whole
+eviction order can show (which blocks in flight sit where, what the target
+is) says which probes to run and, from their answers, which requirement the
+last operation broke (``policyspec.profiles.Diagnosis``). Plain data, so
+that the model and the engines share it without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from policyspec.model.actions import Action
+from policyspec.model.state import State
+
+__all__ = ["Probe", "ProbeResult"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Run ``setup`` (caller-legal after the prefix), then ``evict(n,
+    protected)``. ``name`` tells the refinement what the probe looks at."""
+
+    name: str
+    setup: tuple[Action, ...]
+    n: int
+    protected: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What a probe gave. ``got``: the policy's victims as model keys, or
+    None for a refusal; ``broken``: the policy raised, returned something
+    other than a list of present keys, or failed a check during ``setup``.
+    ``expected``: the refinement's victims. ``ext`` and ``state``: the
+    refinement's and the core model's state right before the final evict,
+    so that a refinement can ask what it would have evicted otherwise."""
+
+    probe: Probe
+    got: list[int] | None
+    expected: list[int] | None
+    ext: Any
+    state: State
+    broken: bool = False
+
+    @property
+    def differs(self) -> bool:
+        return self.broken or self.got != self.expected
+
+    @property
+    def refused(self) -> bool:
+        """The policy returned None where the refinement evicts."""
+        return not self.broken and self.got is None and self.expected is not None
