@@ -19,7 +19,7 @@ EXIT_CONFORMS = 0
 EXIT_FAILS = 1
 EXIT_USAGE = 2
 
-COMMANDS = ("check", "vectors", "replay")
+COMMANDS = ("check", "vectors", "replay", "prove")
 """Subcommand modules under policyspec.commands, in help order."""
 
 

@@ -1,0 +1,150 @@
+"""From a CrossHair counterexample line to a finding a person can act on.
+
+Every counterexample is replayed concretely, outside CrossHair, before it is
+reported: the replay confirms it (CrossHair can mis-analyse, TOOLS.md), gives
+the full story (state, call, what came back, what the spec requires), and
+yields the pytest test that reproduces it (policyspec.prove.repro).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from policyspec.engines.replay import failure_of
+from policyspec.model.state import State
+from policyspec.prove.calls import parse_call
+from policyspec.prove.canonical import decode
+from policyspec.prove.commute import Divergence, ProofSubject, check_step
+from policyspec.prove.repro import direct_test, model_test, reaching_trace, trace_test
+from policyspec.prove.target import TargetSpec
+from policyspec.prove.traces import TRACE_KEYS, run_choices
+from policyspec.registry import load_registry
+
+__all__ = ["Finding", "model_finding", "refinement_finding", "trace_finding"]
+
+
+@dataclass
+class Finding:
+    """A confirmed (or, if ``reproduced`` is False, unconfirmed) fault."""
+
+    obligation: str
+    requirement: str
+    lines: list[str]
+    """The story: pre-state, call, what came back, what the spec requires."""
+    test: str
+    """A pytest module that reproduces it ("" when it did not reproduce)."""
+    reproduced: bool
+    how: str = ""
+    """How the test reproduces it: a call sequence, the pair, the model."""
+
+
+def _show_state(state: State) -> str:
+    return f"refs={state.refs} idle={state.idle} capacity={state.capacity}"
+
+
+def _show_call(op: str, args: Sequence[Any]) -> str:
+    shown = [sorted(a) if isinstance(a, frozenset) else list(a) if isinstance(a, tuple) else a
+             for a in args]
+    return f"{op}({', '.join(repr(a) for a in shown)})"
+
+
+def _story(d: Divergence) -> list[str]:
+    lines = [f"state:     {_show_state(d.before)}", f"operation: {_show_call(d.op, d.args)}"]
+    if d.op in ("get", "evict") or d.requirement == "API-NO-RAISE":
+        got = d.got_result
+        if d.op == "evict" and isinstance(got, list):
+            got = [item[0] if isinstance(item, tuple) else item for item in got]
+        lines.append(f"returned:  {got!r}")
+        if d.expected_result is not None or d.op == "evict":
+            want = d.expected_result
+            if d.op == "get" and want is not None:
+                want = f"the block inserted under key {d.args[0]}"
+            lines.append(f"expected:  {want}")
+    if d.got is not None and d.expected is not None:
+        lines.append(f"after:     {_show_state(d.got)}")
+        lines.append(f"spec:      {_show_state(d.expected)}")
+    if d.note:
+        lines.append(f"note:      {d.note}")
+    return lines
+
+
+def refinement_finding(
+    subject: ProofSubject, spec: TargetSpec, op: str, message: str
+) -> Finding:
+    """Replay ``op``'s counterexample and turn it into a finding."""
+    _, call_args, _ = parse_call(message, {})
+    state, model_args = decode(op, call_args[0], call_args[1], call_args[2], call_args[3:])
+    divergence = check_step(subject, op, state, model_args)
+    if divergence is None:
+        return Finding(op, "?", [f"CrossHair reported: {message}",
+                                 "replayed concretely, the step commutes: not counted"],
+                       "", False)
+    story = f"CrossHair: {_show_call(op, model_args)} from {_show_state(state)}."
+    capacity = state.capacity if state.capacity is not None else len(state.refs) + 1
+    trace = reaching_trace(state, op, model_args, divergence.expected)
+    failure = failure_of(subject.subject, subject.profile, capacity, trace,
+                         fatal=(lambda rid: True) if spec.strict else None)
+    if failure is not None:
+        soft = load_registry()[failure.requirement].level != "MUST"
+        test = trace_test(spec.target, spec.profile, capacity, trace, divergence.requirement,
+                          story, spec.strict or soft)
+        how = f"a call sequence from a fresh policy ({failure.requirement} in the harness"
+        how += ", a SHOULD there: the test makes every failure fatal)" if soft else ")"
+    else:
+        test = direct_test(spec.target, spec.profile, state, op, model_args,
+                           divergence.requirement, story, spec.abstraction, spec.strict)
+        how = "the abstraction pair (no call sequence from a fresh policy showed it)"
+    return Finding(op, divergence.requirement, _story(divergence), test, True, how)
+
+
+def trace_finding(subject: ProofSubject, spec: TargetSpec, message: str) -> Finding:
+    """Replay a call-sequence counterexample of the fallback search."""
+    _, call_args, _ = parse_call(message, {})
+    requirement, actions = run_choices(subject, list(call_args[0]))
+    if requirement is None:
+        return Finding("call sequences", "?", [f"CrossHair reported: {message}",
+                       "replayed concretely, nothing fails: not counted"], "", False)
+    lines = [f"calls:     {', '.join(map(repr, actions))}"]
+    story = f"CrossHair: the call sequence above breaks {requirement}."
+    soft = load_registry()[requirement].level != "MUST"
+    test = trace_test(spec.target, spec.profile, TRACE_KEYS, actions, requirement, story,
+                      spec.strict or soft)
+    return Finding("call sequences", requirement, lines, test, True,
+                   "a call sequence from a fresh policy")
+
+
+def model_finding(qualname: str, condition: str, message: str) -> Finding:
+    """Replay a counterexample to a model contract."""
+    from policyspec.model.state import State as ModelState
+
+    constructors: dict[str, Any] = {"State": ModelState}
+    try:
+        from policyspec.model.arc import ArcState
+
+        constructors["ArcState"] = ArcState
+    except ImportError:  # pragma: no cover - arc is part of the model now
+        pass
+    module_name, _, function_name = qualname.rpartition(".")
+    lines = [f"CrossHair: {message}"]
+    try:
+        _, args, kwargs = parse_call(message, constructors)
+        module = importlib.import_module(module_name)
+        function = getattr(module, function_name)
+        bindings = dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+    except (ValueError, TypeError, AttributeError, SyntaxError, ImportError) as exc:
+        return Finding(qualname, condition, [*lines, f"could not replay: {exc}"], "", False)
+    try:
+        result = function(**bindings)
+        holds = bool(eval(condition, {**vars(module), **bindings, "__return__": result}))
+    except Exception as exc:  # the transition itself raised: reproduced
+        lines.append(f"replayed: raised {type(exc).__name__}: {exc}")
+        holds = False
+    if holds:
+        return Finding(qualname, condition,
+                       [*lines, "replayed concretely, the condition holds: not counted"], "", False)
+    test = model_test(module_name, function_name, bindings, condition)
+    return Finding(qualname, condition, lines, test, True, "the model function itself")
