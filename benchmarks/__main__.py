@@ -1,0 +1,125 @@
+"""``python -m benchmarks``: every measurement, printed as a report.
+
+Run from the repository root (with the project installed, e.g. the venv of
+README.md). ``--short`` shrinks every section for a smoke run; ``--deep``
+adds the deep budget; ``--only`` picks sections; ``--out`` also writes the
+report to a file (benchmarks/results.txt holds one run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from datetime import date
+
+SECTIONS = ("engines", "budgets", "lru", "memory")
+
+
+def _engines(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    from benchmarks.engine_speed import measure_engines
+
+    seconds, repeats = (0.5, 1) if args.short else (args.seconds, args.repeats)
+    say(f"1. Checked calls per CPU second on the reference LRU, against raw replay of the "
+        f"same engine's calls\n   ({seconds:g} s per engine run, median of {repeats})\n")
+    say(f"   {'engine':<13}{'profile':<9}{'checked/s':>12}{'raw/s':>12}{'ratio':>8}"
+        f"{'calls/run':>12}")
+    for speed in measure_engines(seconds, repeats):
+        checked = sorted(speed.checked)[len(speed.checked) // 2]
+        raw = sorted(speed.raw)[len(speed.raw) // 2]
+        calls = sorted(speed.calls)[len(speed.calls) // 2]
+        say(f"   {speed.engine:<13}{speed.profile:<9}{checked:>12,.0f}{raw:>12,.0f}"
+            f"{speed.ratio:>8.2f}{calls:>12,}")
+    say("   target: the fast engine's ratio >= 0.25 in lru and in core\n")
+
+
+def _budgets(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    from benchmarks.budgets import measure_budget
+
+    names = ["quick"] if args.short else ["quick", "standard"]
+    if args.deep:
+        names.append("deep")
+    say("2. What each --budget covers (policyspec check --profile lru on the reference LRU, "
+        "one run each)\n")
+    say(f"   {'budget':<10}{'seconds':>9}{'calls':>12}{'steps':>11}{'examples':>10}  per engine "
+        "(calls/examples)")
+    for name in names:
+        stats = measure_budget(name)
+        engines = ", ".join(f"{e} {s['calls']:,}/{s['examples']:,}"
+                            for e, s in stats["engines"].items())
+        say(f"   {name:<10}{stats['seconds']:>9.1f}{stats['calls']:>12,}{stats['steps']:>11,}"
+            f"{stats['examples']:>10,}  {engines}  [{stats['verdict']}]")
+    say("   target: standard covers at least 1,000,000 checked calls\n")
+
+
+def _lru(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    from benchmarks.lru_vs_seed import compare
+    from benchmarks.workload import Workload
+
+    repeats = 1 if args.short else max(args.repeats, 5)
+    workload = Workload(requests=200) if args.short else Workload()
+    result = compare(repeats, workload)
+    ref = sorted(result.reference)[len(result.reference) // 2]
+    base = sorted(result.baseline)[len(result.baseline) // 2]
+    say(f"3. Reference LRU against the seed-design baseline (benchmarks/seed_design_lru.py) on "
+        f"a realistic workload\n   ({workload.requests} requests over {workload.prefixes} "
+        f"shared prefixes, capacity {workload.capacity}, {workload.concurrent} requests in "
+        f"flight;\n   {result.calls:,} policy calls and {result.steps - result.calls:,} "
+        f"ref_cnt writes; median of {repeats} alternating replays)\n")
+    say(f"   reference LRU  {ref:8.3f} s   {ref / result.steps * 1e9:6.0f} ns per step")
+    say(f"   seed design    {base:8.3f} s   {base / result.steps * 1e9:6.0f} ns per step")
+    say(f"   ratio baseline/reference: {result.ratio:.2f}   (target >= 1.0)\n")
+
+
+def _memory(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    from benchmarks.memory import measure_memory
+
+    seconds, examples = (0.5, 2) if args.short else (2.0, 20)
+    say("4. Peak memory (tracemalloc), a short run against a ten times longer one\n")
+    for use in measure_memory(seconds, examples):
+        say(f"   {use.what}")
+        say(f"     peak {use.short[0] / 1e6:7.1f} MB -> {use.long[0] / 1e6:7.1f} MB "
+            f"(ratio {use.ratio:.2f}; added by the run itself {use.short[1] / 1e6:.1f} MB -> "
+            f"{use.long[1] / 1e6:.1f} MB)")
+    say("   target: ratio <= 1.2\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--short", action="store_true", help="a quick smoke run of every section")
+    parser.add_argument("--deep", action="store_true", help="also measure the deep budget")
+    parser.add_argument("--only", action="append", choices=SECTIONS, help="run these sections")
+    parser.add_argument("--seconds", type=float, default=2.0, help="seconds per engine run")
+    parser.add_argument("--repeats", type=int, default=3, help="repetitions for the medians")
+    parser.add_argument("--out", help="also write the report to this file")
+    args = parser.parse_args(argv)
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    say(f"policyspec benchmarks, {date.today()}, Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, load average {load:.1f} at the start")
+    say("Times are process CPU time (time waiting for a CPU does not count); "
+        "figures are medians.\n")
+    started = time.monotonic()
+    chosen = args.only or list(SECTIONS)
+    for name in SECTIONS:
+        if name in chosen:
+            {"engines": _engines, "budgets": _budgets, "lru": _lru, "memory": _memory}[name](
+                args, say)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    say(f"({time.monotonic() - started:.0f} s in all; load average {load:.1f} at the end)")
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

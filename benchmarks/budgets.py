@@ -1,0 +1,27 @@
+"""What each ``--budget`` of ``policyspec check`` covers on the reference LRU.
+
+One run per budget (they are long): checked calls, caller actions (steps)
+and examples, in total and per engine, as ``policyspec check --profile lru``
+reports them in its JSON ``stats``. Target: the standard budget covers at
+least 1,000,000 checked calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from policyspec.check import BUDGETS, run_check
+from policyspec.profiles import get_profile
+from policyspec.reference import LRUCachePolicy
+from policyspec.subject import subject_from_class
+
+__all__ = ["measure_budget"]
+
+
+def measure_budget(name: str) -> dict[str, Any]:
+    """The stats of one ``run_check`` with budget ``name``, plus its verdict."""
+    report = run_check(subject_from_class(LRUCachePolicy), get_profile("lru"), budget=name)
+    stats = dict(report.stats)
+    stats["budget_seconds"] = BUDGETS[name].seconds
+    stats["verdict"] = report.verdict
+    return stats

@@ -1,0 +1,70 @@
+"""Peak memory (tracemalloc) of a short run and of a ten times longer one.
+
+Two measurements: ``policyspec check --profile lru`` on the reference LRU
+with every default engine (a budget of S seconds, then 10 S), and the fast
+engine alone (E examples, then 10 E: the same work per example, ten times
+as much of it). A run that kept its history (traces, findings, caches that
+grow) would need about ten times the memory; target: at most 1.2 times.
+The first numbers are peaks of all memory Python had allocated during the
+run, imports and earlier runs included; the second ones count only what
+the run itself added.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from policyspec.check import run_check
+from policyspec.engines.fast import run_fast
+from policyspec.profiles import get_profile
+from policyspec.reference import LRUCachePolicy
+from policyspec.subject import subject_from_class
+
+__all__ = ["MemoryUse", "measure_memory"]
+
+
+@dataclass
+class MemoryUse:
+    what: str
+    short: tuple[int, int]
+    """(peak, peak above the memory held before the run), in bytes."""
+    long: tuple[int, int]
+
+    @property
+    def ratio(self) -> float:
+        return self.long[0] / self.short[0]
+
+
+def _peak(work: Callable[[], object]) -> tuple[int, int]:
+    gc.collect()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    work()
+    peak = tracemalloc.get_traced_memory()[1]
+    return peak, peak - before
+
+
+def measure_memory(seconds: float, examples: int) -> list[MemoryUse]:
+    subject = subject_from_class(LRUCachePolicy)
+    lru = get_profile("lru")
+    tracemalloc.start()
+    try:
+        run_check(subject, lru, budget=0.5)  # imports and first-use caches
+        out = [
+            MemoryUse(
+                f"policyspec check --profile lru, budget {seconds:g}s vs {10 * seconds:g}s",
+                _peak(lambda: run_check(subject, lru, budget=seconds)),
+                _peak(lambda: run_check(subject, lru, budget=10 * seconds)),
+            ),
+            MemoryUse(
+                f"fast engine, {examples} vs {10 * examples} examples",
+                _peak(lambda: run_fast(subject, lru, 0, 0, 64, examples=examples)),
+                _peak(lambda: run_fast(subject, lru, 0, 0, 64, examples=10 * examples)),
+            ),
+        ]
+    finally:
+        tracemalloc.stop()
+    return out

@@ -1,0 +1,301 @@
+"""The fast engine's driver: one policy and its oracle, action by action.
+
+Each handler takes a run of actions of one kind (``ActionSource.burst``),
+makes the manager's calls for them (``model.actions.expand``) on the policy,
+moves a ``FastOracle`` the same way, and checks what the calls returned:
+the exact (lru) or allowed (core) victims of every eviction, identity of
+returned blocks, ``get`` of every key an action named, ``ref_cnt`` of the
+blocks involved; ``sweep`` checks every present key and every block id.
+The first difference raises ``Difference``; the full harness judges it.
+
+Written for speed: C-level ``map`` chains where a loop would only move
+data, trivial oracle writes (one dict entry) inline; the oracle's logic
+(touch order, victims, commits) stays in ``FastOracle``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from itertools import islice
+from operator import attrgetter, is_not, itemgetter, ne
+from typing import Any
+
+from policyspec.engines.oracle import FastOracle
+from policyspec.model.actions import Action
+from policyspec.model.state import IDLE
+from policyspec.subject import Subject
+
+__all__ = ["Difference", "Driver"]
+
+
+class Difference(Exception):
+    """The driver saw a difference; the harness will judge it."""
+
+    def __init__(self, requirement: str, message: str) -> None:
+        super().__init__(f"{requirement}: {message}")
+        self.requirement = requirement
+        self.message = message
+
+
+_SECOND = itemgetter(1)
+_THIRD = itemgetter(2)
+_REF_CNT = attrgetter("ref_cnt")
+_BLOCK_ID = attrgetter("block_id")
+_sink: deque[object] = deque(maxlen=0)
+_consume: Callable[[Iterable[object]], None] = _sink.extend
+"""Runs an iterator to its end in C (each item a policy call made in order)."""
+
+
+class Driver:
+    """One policy and its oracle; ``handlers`` maps each kind of action to
+    the method that runs a list of them (see the module text)."""
+
+    def __init__(
+        self,
+        subject: Subject,
+        capacity: int,
+        keys: Sequence[Hashable],
+        model_of: dict[Hashable, int],
+        exact: bool,
+    ) -> None:
+        self.policy = subject.build(capacity)
+        self.make_block = subject.make_block
+        self.has_mark = subject.has("mark")
+        self.exact = exact
+        self.keys = keys
+        self.real = keys.__getitem__
+        self.model_of = model_of
+        self.oracle = FastOracle(capacity)
+        self.blocks: dict[int, Any] = {}
+        self.ids: dict[int, int] = {}
+        self.next_id = 0
+        self.calls = 0
+        self.evicted = self.refused = self.zero = 0
+        self.handlers: dict[str, Callable[[list[Action]], None]] = {
+            "insert": self.insert,
+            "finish_store": self.finish_store,
+            "remove": self.remove,
+            "start_read": self.start_read,
+            "end_read": self.end_read,
+            "touch": self.touch,
+            "evict": self.evict,
+            "get": self.get,
+            "clear": self.clear,
+        }
+
+    # -- checks -------------------------------------------------------------------
+
+    def _presence(self, k: int, got: object, requirement: str) -> None:
+        """``got`` (from get) is wrong for key ``k``: name the requirement as
+        the harness does."""
+        block = self.blocks.get(k)
+        if block is not None and got is not None:
+            raise Difference("GET-IDENTITY", f"get({k}) returned another object than the block")
+        state = "present" if block is not None else "absent"
+        raise Difference(requirement, f"get({k}) returned {got!r} although key {k} is {state}")
+
+    def _observe(self, named: Sequence[int], requirement: str | None) -> None:
+        """get of every key in ``named`` answers as the oracle says (C-level
+        loops; the slow path only names the culprit). A None requirement
+        means GET-IDENTITY or GET-ABSENT, by the key's presence."""
+        blocks = self.blocks
+        self.calls += len(named)
+        if any(map(is_not, map(self.policy.get, map(self.real, named)), map(blocks.get, named))):
+            get, keys = self.policy.get, self.keys
+            for k in named:
+                got = get(keys[k])
+                if got is not blocks.get(k):
+                    rid = requirement or ("GET-IDENTITY" if k in blocks else "GET-ABSENT")
+                    self._presence(k, got, rid)
+
+    def _observe_blocks(self, named: Sequence[int], requirement: str) -> None:
+        """``_observe``, and the ref_cnt of the blocks of ``named`` (present
+        keys) is what the manager wrote (block ids: every sweep)."""
+        self._observe(named, requirement)
+        if any(map(ne, map(_REF_CNT, map(self.blocks.__getitem__, named)),
+                   map(self.oracle.refs.__getitem__, named))):
+            for k in named:
+                self._block(k)
+
+    def _block(self, k: int) -> None:
+        block = self.blocks[k]
+        if block.ref_cnt != self.oracle.refs[k] or block.block_id != self.ids[k]:
+            raise Difference("BLOCK-NO-WRITE", f"the block of key {k} was written by the policy")
+
+    def sweep(self) -> None:
+        """Every present key has its block, and the block its fields."""
+        present = list(self.blocks)
+        self._observe_blocks(present, "GET-PURE")
+        if any(map(ne, map(_BLOCK_ID, self.blocks.values()), self.ids.values())):
+            for k in present:
+                self._block(k)
+
+    # -- actions (model.actions.expand), a run of one kind at a time -------------
+    # Only evict can fail softly (EVICT-LIVENESS), and it comes alone.
+
+    def insert(self, actions: list[Action]) -> None:
+        named = list(map(_SECOND, actions))
+        written = list(map(_THIRD, actions))
+        first = self.next_id
+        ids = range(first, first + len(named))
+        self.next_id = ids.stop
+        new = list(map(self.make_block, written, ids))
+        _consume(map(self.policy.insert, map(self.real, named), new))
+        self.calls += len(named)
+        oracle = self.oracle
+        oracle.refs.update(zip(named, written, strict=True))
+        if IDLE in written:  # inserted idle: the most recent idle key, in order
+            for k, ref in zip(named, written, strict=True):
+                if ref == IDLE:
+                    oracle.idle[k] = None
+        self.blocks.update(zip(named, new, strict=True))
+        self.ids.update(zip(named, ids, strict=True))
+        self._observe_blocks(named, "INSERT-ADDS")
+
+    def finish_store(self, actions: list[Action]) -> None:
+        named = list(map(_SECOND, actions))
+        keys, blocks, oracle = self.keys, self.blocks, self.oracle
+        mark = self.policy.mark_evictable if self.has_mark else None
+        refs, idle = oracle.refs, oracle.idle
+        for k in named:
+            blocks[k].ref_cnt = refs[k] = IDLE
+            if mark is not None:
+                mark(keys[k])
+            idle[k] = None
+        if mark is not None:
+            self.calls += len(named)
+        self._observe_blocks(named, "MARK-KEEPS-MEMBERSHIP")
+
+    def start_read(self, actions: list[Action]) -> None:
+        named = list(map(_SECOND, actions))
+        keys, blocks, oracle = self.keys, self.blocks, self.oracle
+        unmark = self.policy.mark_non_evictable if self.has_mark else None
+        refs, idle = oracle.refs, oracle.idle
+        for k in named:
+            ref = refs[k]
+            if ref == IDLE:
+                if unmark is not None:
+                    unmark(keys[k])
+                    self.calls += 1
+                del idle[k]
+            blocks[k].ref_cnt = refs[k] = ref + 1
+        self._observe_blocks(named, "MARK-KEEPS-MEMBERSHIP")
+
+    def end_read(self, actions: list[Action]) -> None:
+        named = list(map(_SECOND, actions))
+        keys, blocks, oracle = self.keys, self.blocks, self.oracle
+        mark = self.policy.mark_evictable if self.has_mark else None
+        refs, idle = oracle.refs, oracle.idle
+        for k in named:
+            ref = refs[k] - 1
+            blocks[k].ref_cnt = refs[k] = ref
+            if ref == IDLE:
+                if mark is not None:
+                    mark(keys[k])
+                    self.calls += 1
+                idle[k] = None
+        self._observe_blocks(named, "MARK-KEEPS-MEMBERSHIP")
+
+    def remove(self, actions: list[Action]) -> None:
+        policy = self.policy
+        for _, k in actions:
+            key = self.keys[k]
+            policy.remove(key)
+            self.oracle.remove(k)
+            del self.blocks[k], self.ids[k]
+            got = policy.get(key)
+            self.calls += 2
+            if got is not None:
+                self._presence(k, got, "REMOVE-DROPS")
+
+    def touch(self, actions: list[Action]) -> None:
+        for _, named in actions:
+            self.policy.touch(list(map(self.real, named)))
+            self.calls += 1
+            self.oracle.touch(named)
+            self._observe(named, "TOUCH-KEEPS-MEMBERSHIP")
+
+    def get(self, actions: list[Action]) -> None:
+        self._observe(list(map(_SECOND, actions)), None)
+
+    def clear(self, actions: list[Action]) -> None:
+        for _ in actions:
+            self.policy.clear()
+            self.calls += 1
+            gone = list(self.blocks)
+            self.oracle.clear()
+            self.blocks.clear()
+            self.ids.clear()
+            self._observe(gone, "CLEAR-EMPTIES")
+
+    def evict(self, actions: list[Action]) -> None:
+        for _, n, protected in actions:
+            self._evict(n, protected)
+
+    def _evict(self, n: int, protected: frozenset[int]) -> None:
+        policy = self.policy
+        result = policy.evict(n, set(map(self.real, protected)))
+        self.calls += 1
+        oracle = self.oracle
+        if n == 0:
+            self.zero += 1
+        if result is None:
+            self.refused += 1
+            self._refused(n, protected)
+            return
+        victims = self._victims(n, result)
+        if not self.exact or victims != oracle.lru_victims(n, protected):
+            self._judge_victims(n, protected, victims)
+        self.evicted += 1
+        oracle.commit(victims)
+        blocks, ids = self.blocks, self.ids
+        for k in victims:
+            del blocks[k], ids[k]
+        self._observe(victims, "EVICT-REMOVES")
+
+    def _victims(self, n: int, result: object) -> list[int]:
+        """The model keys of a list result, checking shape and identity."""
+        if not isinstance(result, list):
+            raise Difference("EVICT-SHAPE", f"evict({n}, ...) returned a {type(result).__name__}")
+        refs, blocks, model_of = self.oracle.refs, self.blocks, self.model_of
+        victims: list[int] = []
+        for item in result:
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise Difference("EVICT-SHAPE", f"evict({n}, ...) returned an item {item!r}")
+            real, block = item
+            try:
+                k = model_of.get(real)
+            except TypeError:
+                k = None
+            if k is None or k not in refs:
+                raise Difference("EVICT-IDLE-ONLY", f"evict({n}, ...) returned an absent key")
+            if block is not blocks[k]:
+                raise Difference("EVICT-IDENTITY", f"evict({n}, ...) returned another object")
+            victims.append(k)
+        return victims
+
+    def _judge_victims(self, n: int, protected: frozenset[int], victims: list[int]) -> None:
+        violation = self.oracle.evict_violation(n, protected, victims)
+        if violation is not None:
+            raise Difference(violation, f"evict({n}, {sorted(protected)}) returned {victims}")
+        if self.exact:
+            raise Difference("LRU-EVICT-ORDER", f"evict({n}, {sorted(protected)}) returned "
+                         f"{victims}, not {self.oracle.lru_victims(n, protected)}")
+
+    def _refused(self, n: int, protected: frozenset[int]) -> None:
+        """evict returned None: allowed only with too few eligible keys (a
+        SHOULD in core, a MUST in lru), never for n == 0; and nothing may
+        have changed: the keys a policy would have taken first are still
+        there."""
+        oracle = self.oracle
+        if n == 0:
+            raise Difference("EVICT-ZERO", "evict(0, ...) returned None")
+        if self.exact and oracle.lru_victims(n, protected) is not None:
+            raise Difference("LRU-LIVENESS", f"evict({n}, {sorted(protected)}) returned None")
+        self._observe(list(islice(oracle.idle, min(n, 8))), "EVICT-ATOMIC")
+        if oracle.eligible_count(protected) >= n:
+            raise Difference("EVICT-LIVENESS", f"evict({n}, {sorted(protected)}) returned None")
+
+
+# Requirement ids each kind of action checks in the driver.

@@ -1,0 +1,88 @@
+"""Shrinking a failing trace of caller actions with what the actions mean.
+
+The generic shrinker (``engines/shrink.py``) drops contiguous chunks and
+simplifies one argument at a time. Traces from runs of stores and loads
+tie actions on the same key together across the trace (insert k ... then
+finish_store k), and an eviction of n keys fails only while n of them are
+there: ``minimise`` adds two steps that know this, forgetting one key at a
+time everywhere, and asking each evict for the fewest keys that still fail,
+in rounds with the generic shrinker until a round gains nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from policyspec.engines.shrink import shrink
+from policyspec.model.actions import Action
+
+__all__ = ["drop_keys", "fewer_evicted", "minimise"]
+
+Fails = Callable[[Sequence[Action]], bool]
+
+
+def minimise(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
+    """The generic shrinker, then rounds of: forget keys, evict fewer,
+    shrink again, until a round gains nothing (at most four)."""
+    best = shrink(trace, fails)
+    for _ in range(4):
+        before = best
+        best = shrink(fewer_evicted(drop_keys(best, fails), fails), fails)
+        if best == before:
+            break
+    return best
+
+
+def fewer_evicted(trace: tuple[Action, ...], fails: Fails) -> tuple[Action, ...]:
+    """Each evict asks for the fewest keys that still fail (from 1 up)."""
+    best = trace
+    for index, action in enumerate(trace):
+        if action[0] != "evict":
+            continue
+        for n in range(1, action[1]):
+            candidate = (*best[:index], ("evict", n, action[2]), *best[index + 1:])
+            if fails(candidate):
+                best = candidate
+                break
+    return best
+
+
+def drop_keys(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
+    """Forget one key at a time (every action on it, and the key in touches
+    and protected sets) while the failure stays: runs of stores and loads
+    tie actions together that the chunk-wise shrinker cannot cut apart."""
+    best = tuple(trace)
+    for key in dict.fromkeys(k for a in trace for k in _keys_of(a)):
+        candidate = _without(best, key)
+        if candidate and _size(candidate) < _size(best) and fails(candidate):
+            best = candidate
+    return best
+
+
+def _size(trace: Sequence[Action]) -> tuple[int, int]:
+    """Shorter first, then fewer keys named."""
+    return len(trace), sum(len(_keys_of(a)) for a in trace)
+
+
+def _keys_of(action: Action) -> tuple[int, ...]:
+    op = action[0]
+    if op == "touch":
+        return tuple(action[1])
+    if op == "evict":
+        return tuple(sorted(action[2]))
+    if op == "clear":
+        return ()
+    return (action[1],)
+
+
+def _without(trace: Sequence[Action], key: int) -> tuple[Action, ...]:
+    out: list[Action] = []
+    for action in trace:
+        op = action[0]
+        if op == "touch":
+            out.append(("touch", tuple(k for k in action[1] if k != key)))
+        elif op == "evict":
+            out.append(("evict", action[1], action[2] - {key}))
+        elif op == "clear" or action[1] != key:
+            out.append(action)
+    return tuple(out)
