@@ -350,6 +350,9 @@ class Lockstep:
             new_ext, expected = self.refinement.evict(self.ext, before, n, protected)
             self.checked[self.refinement.order_requirement] += 1
             self.checked[self.refinement.liveness_requirement] += 1
+            # Requirements a refinement judges only through the victims of
+            # every evict (its per-operation ids: attribution names them).
+            self.checked.update(getattr(self.refinement, "judged", ()))
         if violation is not None and violation != "EVICT-LIVENESS":
             self._fail(violation, _evict_message(violation, call, shown, before, n, protected))
             raise _Stop

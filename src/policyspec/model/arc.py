@@ -262,6 +262,12 @@ class ARCRefinement:
 
     order_requirement = "ARC-EVICT-ORDER"
     liveness_requirement = "ARC-LIVENESS"
+    judged = (
+        "ARC-INSERT-T1", "ARC-TOUCH-ORDER", "ARC-TOUCH-NOT-READY", "ARC-GHOST-ADAPT",
+        "ARC-EVICT-GHOSTS", "ARC-REMOVE-NO-GHOST", "ARC-CLEAR-RESET", "ARC-MARK-NO-EFFECT",
+    )
+    """Checked through the victims of every evict, which reflect the whole
+    ARC state; a difference is reported under one of them by attribution."""
     _CULPRITS: ClassVar[dict[str, str]] = {
         "insert": "ARC-INSERT-T1",
         "remove": "ARC-REMOVE-NO-GHOST",

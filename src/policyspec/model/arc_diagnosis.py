@@ -2,7 +2,7 @@
 
 ``policyspec.engines.explain`` replays each prefix of a minimal failing
 trace and runs the probes below after it; at the first prefix where a probe
-differs, ``blame`` reads the answers and names the requirement of the
+newly differs, ``blame`` reads the answers and names the requirement of the
 operation that went wrong. The whole eviction order alone cannot tell a
 misplaced block in flight (invisible until its store completes), a wrong
 target (which needs a large T1 to show) or a wrong replacement rule from a
@@ -26,8 +26,8 @@ from policyspec.model.state import IDLE, IN_FLIGHT, State
 __all__ = ["FRESH", "blame", "probes"]
 
 FRESH = 1 << 40
-"""Model keys from here on are the gauges' own blocks: no engine uses them,
-so they are neither resident nor ghosts."""
+"""Model keys from here on are the probes' own fresh blocks: no engine uses
+them, so they are neither resident nor ghosts."""
 
 TAIL = 2
 """Fresh idle blocks the order probes put at the end of T1 (room
@@ -48,13 +48,13 @@ _OP_REQUIREMENT = {
 
 def probes(arc: ArcState, state: State) -> list[Probe]:
     """``order``: evict every idle key, after ``TAIL`` fresh ones.
-    ``t1``, ``t2``: evict one list's keys with the other list protected,
-    which the target cannot reorder (every probe but ``order`` completes
-    the stores and loads first, so that blocks in flight or being read show
-    where they sit). ``hidden``: the same, every key at once. ``gauge1``,
-    ``gauge2``: fill the room with fresh idle blocks (T1) and touch one, or
-    several, of them (T2): where the first T2 victim comes shows the target,
-    for two sizes of T2."""
+    ``t1``, ``t2``: complete every store and load (blocks in flight or
+    being read then show where they sit), add the fresh ones, and evict one
+    list's keys with the other list protected, which no target can reorder.
+    ``hidden``: the same, every key at once. ``gauge1``, ``gauge2``: store
+    fresh idle blocks (T1; a few more than twice the target, room
+    permitting) and touch one, or several, of them (T2): where the first T2
+    victim comes shows the target, for two sizes of T2."""
     found: list[Probe] = []
     room = (state.capacity or 0) - len(state.refs)
     fresh = list(range(FRESH, FRESH + min(room, TAIL)))
@@ -110,8 +110,10 @@ def blame(
     ``_blame_target``."""
     op = action[0]
     credible = [r for r in results if op == "touch" or not _completes(r.probe)]
-    differed = {r.probe.name for r in previous if r.differs}
-    new = [r for r in credible if r.differs and r.probe.name not in differed]
+    # A probe "persists" only as the same measurement: t1 with the stores
+    # completed and t1 with nothing to complete are two.
+    differed = {_kind(r.probe) for r in previous if r.differs}
+    new = [r for r in credible if r.differs and _kind(r.probe) not in differed]
     if not new:
         return None
     if any(r.refused for r in new):
@@ -129,6 +131,10 @@ def blame(
     if not explaining:
         return "ARC-EVICT-ORDER"  # the lists are right, the victims for them are not
     return _blame_target(history, action, arc, state, credible, previous, explaining, top)
+
+
+def _kind(probe: Probe) -> tuple[str, bool]:
+    return probe.name, _completes(probe)
 
 
 def _completes(probe: Probe) -> bool:
