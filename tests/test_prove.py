@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from policyspec.cli import main
@@ -45,11 +45,12 @@ from policyspec.prove.crosshair_run import (
     CONFIRMED,
     COUNTEREXAMPLE,
     ERROR,
+    MIN_SHARE,
     NOT_CONFIRMED,
     Budget,
     parse_output,
 )
-from policyspec.prove.findings import refinement_finding, trace_finding
+from policyspec.prove.findings import model_finding, refinement_finding, trace_finding
 from policyspec.prove.run import model_jobs, plan_target
 from policyspec.prove.traces import (
     MAX_CHOICE,
@@ -131,6 +132,7 @@ def _commutes(target: str, profile: str, op: str, args: tuple[Any, ...]) -> None
     assert divergence is None, (divergence.requirement, divergence.got, divergence.expected)
 
 
+@settings(deadline=None)  # the first example loads the policy
 @given(step=steps())
 def test_every_single_step_of_the_reference_lru_commutes_with_the_lru_model(
     step: tuple[str, tuple[Any, ...]],
@@ -138,6 +140,7 @@ def test_every_single_step_of_the_reference_lru_commutes_with_the_lru_model(
     _commutes(REFERENCE, "lru", *step)
 
 
+@settings(deadline=None)  # the first example loads the policy
 @given(step=steps())
 def test_every_single_step_of_the_list_lru_commutes_with_the_core_model(
     step: tuple[str, tuple[Any, ...]],
@@ -145,6 +148,7 @@ def test_every_single_step_of_the_list_lru_commutes_with_the_core_model(
     _commutes(LIST_LRU, "core", *step)
 
 
+@settings(deadline=None)
 @given(step=steps())
 def test_legal_pre_states_are_well_formed_and_quiescent_but_for_the_key_to_mark(
     step: tuple[str, tuple[Any, ...]],
@@ -288,6 +292,7 @@ def test_the_fallback_runs_a_short_fault_concretely() -> None:
     assert trace_failure(reference, choices) is None
 
 
+@settings(deadline=None)
 @given(choices=st.lists(st.integers(0, MAX_CHOICE - 1), max_size=TRACE_STEPS))
 def test_every_fallback_option_meets_the_caller_contract(choices: list[int]) -> None:
     from policyspec.harness import Lockstep
@@ -333,12 +338,16 @@ def test_counterexample_calls_parse_back_to_values() -> None:
         parse_call("AssertionError: X when calling f(print(1))", {})
 
 
-def test_budget_split_gives_each_condition_a_share_and_a_deadline() -> None:
-    budget = Budget.split(240, 8, 2)
-    assert budget.per_condition == pytest.approx(51.0)
-    assert budget.per_path == pytest.approx(51.0**0.5)
-    assert budget.deadline == 240 * 3 + 60
-    assert Budget.split(1, 100, 1).per_condition == 2.0
+def test_budget_shares_the_time_left_over_the_conditions_not_started() -> None:
+    budget = Budget(240, 8, 2)
+    assert budget.per_condition == pytest.approx(240 * 0.85 * 2 / 8)
+    # half the time left for the last two conditions: they get more each
+    assert budget.share(120, 2) == pytest.approx(120 * 0.85 * 2 / 2)
+    assert budget.share(120, 2) > budget.per_condition
+    assert Budget.per_path(49) == 7.0
+    assert budget.deadline == 240 * 6 + 60
+    assert Budget(1, 100, 1).per_condition == MIN_SHARE
+    assert budget.share(-5, 3) == MIN_SHARE
 
 
 def test_model_jobs_cover_every_contracted_transition() -> None:
@@ -394,8 +403,15 @@ def test_printed_tests_fail_on_the_faulty_policy_and_pass_on_the_reference(
     finding = trace_finding(load_proof_subject(spec), spec, message)
     assert finding.requirement == "EVICT-IDLE-ONLY"
     _write_pair(tmp_path, "fallback", finding.test, fixture("no_pair_evicts_in_flight"))
+    # a model counterexample: a condition that is false for these arguments
+    message = ("false when calling insert(State(refs={0: -1}, idle=[], capacity=None), 1, 0) "
+               "(which returns State(refs={0: -1, 1: 0}, idle=[1], capacity=None))")
+    finding = model_finding("policyspec.model.operations.insert", "__return__.idle == []",
+                            message)
+    assert finding.reproduced
+    (tmp_path / "test_model_faulty.py").write_text(finding.test)
     outcomes = _run_pytest(tmp_path)
-    assert len(outcomes) == 2 * (len(FAULTS) + 1)
+    assert len(outcomes) == 2 * (len(FAULTS) + 1) + 1
     for module, outcome in outcomes.items():
         assert outcome == ("failed" if module.endswith("_faulty") else "passed"), module
 
@@ -405,6 +421,10 @@ def test_a_counterexample_that_does_not_replay_is_not_counted() -> None:
     finding = refinement_finding(load_proof_subject(spec), spec, "touch",
                                  _message("touch", (2, [], 2, [0, 1])))
     assert not finding.reproduced and finding.test == ""
+    message = "false when calling clear(State(refs={0: 0}, idle=[0], capacity=3))"
+    finding = model_finding("policyspec.model.operations.clear",
+                            "__return__ == State(capacity=state.capacity)", message)
+    assert not finding.reproduced and "not counted" in finding.lines[-1]
 
 
 # -- the command line ---------------------------------------------------------

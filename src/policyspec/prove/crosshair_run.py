@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ __all__ = [
     "CONFIRMED",
     "COUNTEREXAMPLE",
     "ERROR",
+    "MIN_SHARE",
     "NOT_CONFIRMED",
     "STOPPED",
     "Budget",
@@ -48,25 +50,46 @@ STOPPED = "stopped"
 _LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<level>info|error): (?P<text>.*)$")
 
 
+MIN_SHARE = 2.0
+"""CPU seconds per condition, at least: less and CrossHair barely starts."""
+
+
 @dataclass(frozen=True)
 class Budget:
-    """CPU seconds CrossHair may spend per condition and per path, and the
-    wall-clock deadline after which children are stopped."""
+    """How ``seconds`` of wall-clock time are spread over the conditions of
+    a run, ``workers`` CrossHair processes at a time.
 
-    per_condition: float
-    per_path: float
-    deadline: float
-    """Seconds of wall-clock time for the whole run."""
+    Each job's share is decided when it starts: the time left, times the
+    workers, over the conditions not started yet, with 15% kept for starting
+    processes. A job that ends early (CrossHair exhausted its paths) so
+    leaves more to the jobs after it. CrossHair counts CPU time, so on a
+    loaded machine a run takes longer than ``seconds``; every child is
+    stopped at the ``deadline``, six times the target plus a minute (a
+    safety net for a machine busy with other work).
+    CrossHair's per-path timeout is the square root of the share, its own
+    default."""
 
-    @classmethod
-    def split(cls, seconds: float, conditions: int, workers: int) -> Budget:
-        """Spread ``seconds`` of wall-clock time over ``conditions`` run
-        ``workers`` at a time; 15% is kept for starting the children. The
-        deadline allows for a loaded machine (CPU time is what CrossHair
-        counts), and stops the run at three times the target. Per path:
-        the square root of the condition's share, CrossHair's own default."""
-        share = max(2.0, seconds * 0.85 * workers / max(1, conditions))
-        return cls(share, max(1.0, share**0.5), seconds * 3 + 60)
+    seconds: float
+    conditions: int
+    workers: int
+
+    @property
+    def deadline(self) -> float:
+        return self.seconds * 6 + 60
+
+    def share(self, left: float, remaining: int) -> float:
+        """CPU seconds per condition with ``left`` seconds of the target
+        left and ``remaining`` conditions not started."""
+        return max(MIN_SHARE, left * 0.85 * self.workers / max(1, remaining))
+
+    @property
+    def per_condition(self) -> float:
+        """The first jobs' share."""
+        return self.share(self.seconds, self.conditions)
+
+    @staticmethod
+    def per_path(share: float) -> float:
+        return max(1.0, float(share**0.5))
 
 
 @dataclass(frozen=True)
@@ -98,6 +121,8 @@ class JobResult:
     seconds: float
     returncode: int | None
     stderr: str = ""
+    share: float = 0.0
+    """CPU seconds per condition this job was given."""
 
     @property
     def status(self) -> str:
@@ -131,46 +156,51 @@ def parse_output(stdout: str) -> list[Condition]:
     return found
 
 
-def _command(job: Job, budget: Budget) -> list[str]:
+def _command(job: Job, share: float) -> list[str]:
     return [
         sys.executable, "-m", "crosshair", "check", job.qualname,
         "--report_all",
         f"--analysis_kind={job.kind}",
-        f"--per_condition_timeout={budget.per_condition:g}",
-        f"--per_path_timeout={budget.per_path:g}",
+        f"--per_condition_timeout={share:.3g}",
+        f"--per_path_timeout={Budget.per_path(share):.3g}",
     ]
 
 
 def run_jobs(
     jobs: Sequence[Job],
     budget: Budget,
-    workers: int,
     progress: Callable[[JobResult], None] | None = None,
 ) -> list[JobResult]:
-    """Run every job, ``workers`` at a time, until done or the deadline."""
-    end = time.monotonic() + budget.deadline
+    """Run every job, ``budget.workers`` at a time, in the order given (put
+    the ones likely to end early first), until done or the deadline."""
+    start = time.monotonic()
+    target_end, end = start + budget.seconds, start + budget.deadline
+    lock = threading.Lock()
+    remaining = [sum(job.conditions for job in jobs)]
 
     def run(job: Job) -> JobResult:
-        start = time.monotonic()
-        left = end - start
-        if left <= 0:
-            return JobResult(job, [], 0.0, None, "not started before the deadline")
+        begun = time.monotonic()
+        with lock:
+            share = budget.share(target_end - begun, remaining[0])
+            remaining[0] -= job.conditions
+        if end - begun <= 0:
+            return JobResult(job, [], 0.0, None, "not started before the deadline", share)
         env = {**os.environ, **job.env}
         try:
             done = subprocess.run(
-                _command(job, budget), capture_output=True, text=True, env=env,
-                timeout=left, check=False,
+                _command(job, share), capture_output=True, text=True, env=env,
+                timeout=end - begun, check=False,
             )
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-            result = JobResult(job, parse_output(out), time.monotonic() - start, None,
-                               "stopped at the deadline")
+            result = JobResult(job, parse_output(out), time.monotonic() - begun, None,
+                               "stopped at the deadline", share)
         else:
-            result = JobResult(job, parse_output(done.stdout), time.monotonic() - start,
-                               done.returncode, done.stderr[-4000:])
+            result = JobResult(job, parse_output(done.stdout), time.monotonic() - begun,
+                               done.returncode, done.stderr[-4000:], share)
         if progress is not None:
             progress(result)
         return result
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, budget.workers)) as pool:
         return list(pool.map(run, jobs))

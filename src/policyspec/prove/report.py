@@ -38,6 +38,8 @@ class ObligationResult:
     name: str
     status: str
     seconds: float
+    share: float
+    """CPU seconds per condition CrossHair was given."""
     conditions: int
     confirmed: int
     detail: str = ""
@@ -49,8 +51,6 @@ class ProofReport:
     method: str
     bounds: list[str]
     budget: Budget
-    workers: int
-    target_seconds: float
     results: list[ObligationResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
@@ -82,9 +82,9 @@ class ProofReport:
             f"policyspec prove: {self.title}",
             f"method:  {self.method}",
             *(f"bounds:  {line}" for line in self.bounds),
-            f"budget:  {self.target_seconds:g} s target; CrossHair {b.per_condition:.1f} CPU s "
-            f"per condition, {b.per_path:.1f} per path, {self.workers} at a time; "
-            f"deadline {b.deadline:.0f} s",
+            f"budget:  {b.seconds:g} s target, {b.workers} CrossHair processes at a time; "
+            f"{b.per_condition:.1f} CPU s per condition at first, more for later ones "
+            f"when earlier ones end early; deadline {b.deadline:.0f} s",
             "",
         ]
         width = max((len(r.name) for r in self.results), default=10)
@@ -92,7 +92,8 @@ class ProofReport:
             words = _WORDS.get(r.status, r.status)
             if r.status == NOT_CONFIRMED and r.confirmed:
                 words += f"; {r.confirmed} of {r.conditions} conditions confirmed"
-            out.append(f"  {r.name:<{width}}  {words}  [{r.seconds:.0f} s]")
+            out.append(f"  {r.name:<{width}}  {words}  [{r.seconds:.0f} s; "
+                       f"{r.share:.0f} CPU s per condition]")
             if r.detail:
                 out.append(f"  {'':<{width}}  {r.detail}")
         for finding in self.findings:

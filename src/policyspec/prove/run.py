@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from policyspec.prove.canonical import MAX_KEYS, MAX_LIST, MAX_REF, OPERATIONS
 from policyspec.prove.commute import ProofSubject
 from policyspec.prove.crosshair_run import (
+    CONFIRMED,
     COUNTEREXAMPLE,
+    ERROR,
+    STOPPED,
     Budget,
     Job,
     JobResult,
@@ -54,6 +57,10 @@ exist: the arc refinement is optional)."""
 DEFAULT_MODEL_BUDGET = 300.0
 DEFAULT_TARGET_BUDGET = 240.0
 _OBLIGATIONS = "policyspec.prove.obligations"
+_COST_ORDER = ("clear", "get", "mark_evictable", "remove", "mark_non_evictable", "insert",
+               "touch", "evict")
+"""Obligations from the quickest to exhaust (measured on the reference LRU)
+to the ones that use their whole share."""
 
 Progress = Callable[[str], None]
 
@@ -97,11 +104,15 @@ def _workers(workers: int | None, jobs: int) -> int:
 
 
 def _summarise(result: JobResult) -> ObligationResult:
-    confirmed = sum(1 for c in result.conditions if c.status == "confirmed")
-    return ObligationResult(result.job.name, result.status, result.seconds,
+    confirmed = sum(1 for c in result.conditions if c.status == CONFIRMED)
+    detail = ""
+    if result.status in (ERROR, STOPPED):
+        said = [f"line {c.line}: {c.text}" for c in result.conditions if c.status == ERROR]
+        stderr = result.stderr.strip().splitlines()
+        detail = said[0] if said else stderr[-1] if stderr else ""
+    return ObligationResult(result.job.name, result.status, result.seconds, result.share,
                             max(result.job.conditions, len(result.conditions)), confirmed,
-                            result.stderr.strip().splitlines()[-1] if result.status == "error"
-                            and result.stderr.strip() else "")
+                            detail)
 
 
 def _reporter(progress: Progress | None) -> Callable[[JobResult], None] | None:
@@ -126,16 +137,16 @@ def prove_model(
     if not jobs:
         raise ProveUsageError(f"no model function matches {', '.join(only)}")
     parallel = _workers(workers, len(jobs))
-    plan = Budget.split(budget, sum(j.conditions for j in jobs), parallel)
+    plan = Budget(budget, sum(j.conditions for j in jobs), parallel)
     start = time.monotonic()
-    results = run_jobs(jobs, plan, parallel, _reporter(progress))
+    results = run_jobs(jobs, plan, _reporter(progress))
     report = ProofReport(
         title="the model (policyspec.model)",
         method="CrossHair on the PEP 316 contracts of every transition, from any state "
         "meeting the invariants (State inv: well_formed) and the precondition",
         bounds=["none: states and arguments are unbounded, so CrossHair cannot explore every "
                 "path; 'not confirmed' is the best outcome a correct model gets"],
-        budget=plan, workers=parallel, target_seconds=budget,
+        budget=plan,
     )
     for result in results:
         report.results.append(_summarise(result))
@@ -215,13 +226,16 @@ def prove_target(
     if not plan.jobs:
         raise ProveUsageError(f"no operation of {spec.target} to check")
     parallel = _workers(workers, len(plan.jobs))
-    times = Budget.split(budget, len(plan.jobs), parallel)
+    times = Budget(budget, len(plan.jobs), parallel)
+    # Likely to end early first, so that their time goes to touch and evict.
+    order = sorted(plan.jobs, key=lambda job: _COST_ORDER.index(job.name)
+                   if job.name in _COST_ORDER else len(_COST_ORDER))
     start = time.monotonic()
-    results = run_jobs(plan.jobs, times, parallel, _reporter(progress))
+    by_name = {r.job.name: r for r in run_jobs(order, times, _reporter(progress))}
+    results = [by_name[job.name] for job in plan.jobs]
     report = ProofReport(
         title=f"{spec.target}, profile {spec.profile}" + (" (strict)" if spec.strict else ""),
-        method=plan.method, bounds=plan.bounds, budget=times, workers=parallel,
-        target_seconds=budget,
+        method=plan.method, bounds=plan.bounds, budget=times,
     )
     for result in results:
         report.results.append(_summarise(result))
