@@ -83,6 +83,9 @@ class LRURefinement:
 
     order_requirement = "LRU-EVICT-ORDER"
     liveness_requirement = "LRU-LIVENESS"
+    judged = ("LRU-INSERT-RECENCY", "LRU-MARK-RECENCY", "LRU-TOUCH-ORDER", "LRU-ORDER-KEPT")
+    """Every compared evict also judges the order these operations built
+    (a difference is traced back to one of them by explain.culprit)."""
     _CULPRITS: ClassVar[dict[str, str]] = {
         "insert": "LRU-INSERT-RECENCY",
         "mark_evictable": "LRU-MARK-RECENCY",
