@@ -88,6 +88,16 @@ def _exhaustive(subject: Subject, profile: Profile, seconds: float, seed: int, c
 register_engine(Engine("exhaustive", _exhaustive, 0.5, default=False, shardable=True))
 
 
+def _seed_errors(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
+                 ) -> EngineRun:
+    from policyspec.engines.seed_errors import run_seed_errors
+
+    return run_seed_errors(subject, profile, seconds, seed, capacity)
+
+
+register_engine(Engine("seed-errors", _seed_errors, 0.01, only_for="seed-errors"))
+
+
 def _fast(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
           ) -> EngineRun:
     from policyspec.engines.fast import run_fast
