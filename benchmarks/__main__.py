@@ -59,7 +59,7 @@ def _lru(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     from benchmarks.lru_vs_seed import compare
     from benchmarks.workload import Workload
 
-    repeats = 1 if args.short else max(args.repeats, 5)
+    repeats = 1 if args.short else max(args.repeats, 9)
     workload = Workload(requests=200) if args.short else Workload()
     result = compare(repeats, workload)
     ref = sorted(result.reference)[len(result.reference) // 2]

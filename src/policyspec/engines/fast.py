@@ -107,7 +107,7 @@ def _run_driver(
     burst = source.burst
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         driver = Driver(subject, capacity, keys, model_of, exact)
-        handlers, oracle = driver.handlers, driver.oracle
+        handlers, oracle = Driver.HANDLERS, driver.oracle
         trace: list[Action] = []
         extend = trace.extend
         watch.op = ENGINE
@@ -121,7 +121,7 @@ def _run_driver(
                     actions = burst(oracle)
                     extend(actions)
                     try:
-                        handlers[actions[0][0]](actions)
+                        handlers[actions[0][0]](driver, actions)
                     except Difference as found:
                         if found.requirement in must:
                             raise

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from itertools import islice
 from operator import attrgetter, is_not, itemgetter, ne
-from typing import Any
+from typing import Any, ClassVar
 
 from policyspec.engines.oracle import FastOracle
 from policyspec.model.actions import Action
@@ -48,8 +48,12 @@ _consume: Callable[[Iterable[object]], None] = _sink.extend
 
 
 class Driver:
-    """One policy and its oracle; ``handlers`` maps each kind of action to
-    the method that runs a list of them (see the module text)."""
+    """One policy and its oracle; ``HANDLERS`` maps each kind of action to
+    the method that runs a list of them (see the module text). A class-level
+    table, not bound methods on the instance: those would make every driver
+    a reference cycle that lingers until a full garbage collection."""
+
+    HANDLERS: ClassVar[dict[str, Callable[[Driver, list[Action]], None]]]
 
     def __init__(
         self,
@@ -72,17 +76,6 @@ class Driver:
         self.next_id = 0
         self.calls = 0
         self.evicted = self.refused = self.zero = 0
-        self.handlers: dict[str, Callable[[list[Action]], None]] = {
-            "insert": self.insert,
-            "finish_store": self.finish_store,
-            "remove": self.remove,
-            "start_read": self.start_read,
-            "end_read": self.end_read,
-            "touch": self.touch,
-            "evict": self.evict,
-            "get": self.get,
-            "clear": self.clear,
-        }
 
     # -- checks -------------------------------------------------------------------
 
@@ -299,3 +292,16 @@ class Driver:
 
 
 # Requirement ids each kind of action checks in the driver.
+
+
+Driver.HANDLERS = {
+    "insert": Driver.insert,
+    "finish_store": Driver.finish_store,
+    "remove": Driver.remove,
+    "start_read": Driver.start_read,
+    "end_read": Driver.end_read,
+    "touch": Driver.touch,
+    "evict": Driver.evict,
+    "get": Driver.get,
+    "clear": Driver.clear,
+}

@@ -45,7 +45,7 @@ pressure. A drawn clear happens one time in four."""
 _ANY = 1 << 62
 RUN = 32
 """Most actions one ``burst`` returns."""
-SHORTEST = 4
+SHORTEST = 8
 """Fewest actions a run of stores, loads or gets aims at."""
 
 

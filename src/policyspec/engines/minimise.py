@@ -19,13 +19,14 @@ from policyspec.model.actions import Action
 __all__ = ["drop_keys", "fewer_evicted", "minimise"]
 
 Fails = Callable[[Sequence[Action]], bool]
+ROUNDS = 16
 
 
 def minimise(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
     """The generic shrinker, then rounds of: forget keys, evict fewer,
-    shrink again, until a round gains nothing (at most four)."""
+    shrink again, until a round gains nothing (at most ``ROUNDS``)."""
     best = shrink(trace, fails)
-    for _ in range(4):
+    for _ in range(ROUNDS):
         before = best
         best = shrink(fewer_evicted(drop_keys(best, fails), fails), fails)
         if best == before:
@@ -50,13 +51,25 @@ def fewer_evicted(trace: tuple[Action, ...], fails: Fails) -> tuple[Action, ...]
 def drop_keys(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
     """Forget one key at a time (every action on it, and the key in touches
     and protected sets) while the failure stays: runs of stores and loads
-    tie actions together that the chunk-wise shrinker cannot cut apart."""
+    tie actions together that the chunk-wise shrinker cannot cut apart. A
+    forgotten idle key leaves every later eviction one key short, so each
+    key is also tried with every evict asking for one key fewer."""
     best = tuple(trace)
     for key in dict.fromkeys(k for a in trace for k in _keys_of(a)):
-        candidate = _without(best, key)
-        if candidate and _size(candidate) < _size(best) and fails(candidate):
-            best = candidate
+        for candidate in (_without(best, key), _one_fewer(_without(best, key))):
+            if candidate and _size(candidate) < _size(best) and fails(candidate):
+                best = candidate
+                break
     return best
+
+
+def _one_fewer(trace: tuple[Action, ...]) -> tuple[Action, ...]:
+    """Every evict asks for one key fewer; one that asked for one goes."""
+    return tuple(
+        ("evict", a[1] - 1, a[2]) if a[0] == "evict" else a
+        for a in trace
+        if a[0] != "evict" or a[1] != 1
+    )
 
 
 def _size(trace: Sequence[Action]) -> tuple[int, int]:
