@@ -33,6 +33,7 @@ from policyspec.prove import (
     TargetSpec,
     check_step,
     find_abstraction,
+    hypothesis_profile,
     load_proof_subject,
     prove_model,
     prove_target,
@@ -107,7 +108,7 @@ def steps(draw: st.DrawFn) -> tuple[str, tuple[Any, ...]]:
         "touch": lambda: (draw(keys),),
         "mark_evictable": lambda: (draw(key),),
         "mark_non_evictable": lambda: (draw(key),),
-        "evict": lambda: (draw(st.integers(0, present + 1)), draw(keys)),
+        "evict": lambda: (draw(st.integers(0, present + 1)), sorted(set(draw(keys)))),
         "clear": lambda: (),
     }[op]()
     if op == "mark_evictable" and busy:
@@ -175,6 +176,8 @@ def test_legal_rejects_what_the_caller_contract_forbids() -> None:
     assert not legal("get", 1, [0], 2, 0)  # a 0 that is not idle: not quiescent
     assert not legal("touch", 1, [], 1, [0, 0, 0, 0])  # longer than MAX_LIST
     assert not legal("evict", 0, [], 1, -1, [])
+    assert not legal("evict", 2, [], 2, 1, [1, 0])  # protected listed in order, once
+    assert legal("evict", 2, [], 2, 1, [0, 1])
 
 
 @pytest.mark.parametrize("name, profile, op, args, requirement", FAULTS)
@@ -344,6 +347,8 @@ def test_budget_shares_the_time_left_over_the_conditions_not_started() -> None:
     # half the time left for the last two conditions: they get more each
     assert budget.share(120, 2) == pytest.approx(120 * 0.85 * 2 / 2)
     assert budget.share(120, 2) > budget.per_condition
+    # one job left: it runs on one core, whatever the workers
+    assert budget.share(120, 1, jobs=1) == pytest.approx(120 * 0.85)
     assert Budget.per_path(49) == 7.0
     assert budget.deadline == 240 * 6 + 60
     assert Budget(1, 100, 1).per_condition == MIN_SHARE
@@ -425,6 +430,34 @@ def test_a_counterexample_that_does_not_replay_is_not_counted() -> None:
     finding = model_finding("policyspec.model.operations.clear",
                             "__return__ == State(capacity=state.capacity)", message)
     assert not finding.reproduced and "not counted" in finding.lines[-1]
+
+
+# -- the optional crosshair Hypothesis profile ---------------------------------
+
+
+def test_crosshair_profile_is_refused_with_a_clear_message_without_the_extra(
+    tmp_path: Path,
+) -> None:
+    if hypothesis_profile.available():
+        pytest.skip("hypothesis-crosshair is installed")
+    (tmp_path / "test_nothing.py").write_text("def test_nothing() -> None:\n    pass\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "policyspec.prove.hypothesis_profile",
+         "--hypothesis-profile=crosshair", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
+    )
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "pip install -e '.[crosshair]'" in done.stderr
+
+
+@pytest.mark.crosshair
+def test_single_step_refinement_holds_under_the_crosshair_backend() -> None:
+    pytest.importorskip("hypothesis_crosshair_provider")
+    assert hypothesis_profile.register()
+    run = settings(backend="crosshair", max_examples=30, deadline=None)(
+        given(step=steps())(lambda step: _commutes(REFERENCE, "lru", *step))
+    )
+    run()
 
 
 # -- the command line ---------------------------------------------------------

@@ -114,6 +114,8 @@ def legal(op: str, n_idle: int, busy: list[int], capacity: int, *args: Any) -> b
     named = args[0] if op == "touch" else args[1] if op == "evict" else args[:1]
     if len(named) > MAX_LIST or not all(0 <= key <= present for key in named):
         return False  # key ``present`` is the canonical absent key
+    if op == "evict" and not all(named[i] < named[i + 1] for i in range(len(named) - 1)):
+        return False  # protected is a set: list each one once, in increasing order
     if op == "mark_evictable":
         # One busy key is at ref_cnt 0: the one about to be marked.
         key = concrete(args[0], present + 1)

@@ -77,10 +77,12 @@ class Budget:
     def deadline(self) -> float:
         return self.seconds * 6 + 60
 
-    def share(self, left: float, remaining: int) -> float:
+    def share(self, left: float, remaining: int, jobs: int | None = None) -> float:
         """CPU seconds per condition with ``left`` seconds of the target
-        left and ``remaining`` conditions not started."""
-        return max(MIN_SHARE, left * 0.85 * self.workers / max(1, remaining))
+        left and ``remaining`` conditions in ``jobs`` jobs not started (a job
+        uses one core: fewer jobs than workers cannot use them all)."""
+        cores = self.workers if jobs is None else max(1, min(self.workers, jobs))
+        return max(MIN_SHARE, left * 0.85 * cores / max(1, remaining))
 
     @property
     def per_condition(self) -> float:
@@ -176,13 +178,14 @@ def run_jobs(
     start = time.monotonic()
     target_end, end = start + budget.seconds, start + budget.deadline
     lock = threading.Lock()
-    remaining = [sum(job.conditions for job in jobs)]
+    remaining = [sum(job.conditions for job in jobs), len(jobs)]
 
     def run(job: Job) -> JobResult:
         begun = time.monotonic()
         with lock:
-            share = budget.share(target_end - begun, remaining[0])
+            share = budget.share(target_end - begun, remaining[0], remaining[1])
             remaining[0] -= job.conditions
+            remaining[1] -= 1
         if end - begun <= 0:
             return JobResult(job, [], 0.0, None, "not started before the deadline", share)
         env = {**os.environ, **job.env}

@@ -98,14 +98,20 @@ def trace_test(
     """A pytest module replaying ``trace`` in the harness; ``strict``: every
     failure raises, SHOULD ones too (needed when the harness can only see
     the fault through a SHOULD, such as EVICT-LIVENESS under core)."""
-    fatal = ", fatal=lambda requirement: True" if strict else ""
-    return f'''"""Found by `policyspec prove {target} --profile {profile}`: {requirement}.
+    build = "Lockstep(load_subject(TARGET), get_profile(PROFILE), CAPACITY)"
+    why = "\n"
+    if strict:
+        build = ("Lockstep(\n        load_subject(TARGET), get_profile(PROFILE), CAPACITY, "
+                 "fatal=lambda requirement: True\n    )")
+        why = "\nEvery failure is fatal here, SHOULD ones too.\n"
+    return f'''"""`policyspec prove` found {requirement} (profile {profile}).
 
 {story}
+Policy: {portable_target(target)}
 The trace reaches that state from a fresh policy through the calls vLLM's
-manager makes, makes the call, then evicts every eligible key so that the
-order and eligibility show. The harness raises the requirement broken.
-"""
+manager makes, makes the call, evicts every eligible key (so that order and
+eligibility show), then asks for one more eviction, which must fail. The
+harness raises the requirement broken.{why}"""
 
 from policyspec.adapters import load_subject
 from policyspec.harness import Lockstep
@@ -120,7 +126,7 @@ TRACE = [
 
 
 def {_name("prove", requirement)}() -> None:
-    harness = Lockstep(load_subject(TARGET), get_profile(PROFILE), CAPACITY{fatal})
+    harness = {build}
     for action in TRACE:
         harness.apply(action)
 '''
@@ -131,9 +137,10 @@ def direct_test(
     story: str, abstraction: str | None = None, strict: bool = False,
 ) -> str:
     """A pytest module checking the one step through the abstraction pair."""
-    return f'''"""Found by `policyspec prove {target} --profile {profile}`: {requirement}.
+    return f'''"""`policyspec prove` found {requirement} (profile {profile}).
 
 {story}
+Policy: {portable_target(target)}
 No call sequence from a fresh policy reproduced it, so this test builds the
 pre-state through the policy's abstraction pair, as prove did.
 """

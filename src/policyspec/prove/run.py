@@ -145,7 +145,7 @@ def prove_model(
         method="CrossHair on the PEP 316 contracts of every transition, from any state "
         "meeting the invariants (State inv: well_formed) and the precondition",
         bounds=["none: states and arguments are unbounded, so CrossHair cannot explore every "
-                "path; 'not confirmed' is the best outcome a correct model gets"],
+                "path; 'not confirmed' is what a correct model usually gets"],
         budget=plan,
     )
     for result in results:
