@@ -131,21 +131,17 @@ def check_step(
         after = target.abstraction.to_model(raw)
     except Exception as exc:
         return diverge(_PRESENCE[op], expected=expected, note=f"to_model raised {exc!r}")
-    if after.refs != expected.refs:
-        evict_none = op == "evict" and got_result is None
-        return diverge(
-            "EVICT-ATOMIC" if evict_none else _PRESENCE[op], expected=expected, got=after,
-            expected_result=expected_result, got_result=got_result,
-        )
     same_set = sorted(after.idle) == sorted(expected.idle) and len(set(after.idle)) == len(
         after.idle
     )
-    if not same_set:
-        evict_none = op == "evict" and got_result is None
-        return diverge(
-            "EVICT-ATOMIC" if evict_none else _ELIGIBILITY[op], expected=expected, got=after,
-            expected_result=expected_result, got_result=got_result,
-        )
+    if after.refs != expected.refs or not same_set:
+        rid = (_PRESENCE if after.refs != expected.refs else _ELIGIBILITY)[op]
+        if op == "evict" and got_result is None:
+            rid = "EVICT-ATOMIC"
+        elif op == "touch" and _only_absent_keys_changed(state, expected, after):
+            rid = "TOUCH-ABSENT-NEUTRAL"
+        return diverge(rid, expected=expected, got=after, expected_result=expected_result,
+                       got_result=got_result)
     refinement = target.profile.refinement
     if refinement is not None and after.idle != expected.idle:
         return diverge(
@@ -153,6 +149,13 @@ def check_step(
             expected_result=expected_result, got_result=got_result,
         )
     return None
+
+
+def _only_absent_keys_changed(before: State, expected: State, after: State) -> bool:
+    """The keys whose presence or eligibility came out wrong were all absent
+    before the call (a touch that records keys it does not hold)."""
+    changed = (set(after.refs) ^ set(expected.refs)) | (set(after.idle) ^ set(expected.idle))
+    return bool(changed) and not changed & set(before.refs)
 
 
 def _expected(
