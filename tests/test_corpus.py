@@ -83,16 +83,6 @@ SUITE_GAPS: dict[str, tuple[str | None, str]] = {
         "a mark_evictable that leaves the key ineligible is named as a recency fault; "
         "MARK-EVICTABLE-ELIGIBLE is never reported by any engine",
     ),
-    "writes_ref_cnt_of_victims": (
-        None,
-        "the harness forgets victims before it compares ref_cnt/block_id, so writes to a "
-        "victim's block during evict go unseen",
-    ),
-    "reservation_outlives_store": (
-        None,
-        "the metamorphic relation adds only keys never inserted to protected; a policy that "
-        "keeps absent protected keys reserved after they are stored is not compared",
-    ),
 }
 """file stem -> (id the suite reports instead, or None when not caught; why)."""
 

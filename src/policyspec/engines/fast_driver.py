@@ -241,6 +241,8 @@ class Driver:
         if not self.exact or victims != oracle.lru_victims(n, protected):
             self._judge_victims(n, protected, victims)
         self.evicted += 1
+        for k in victims:  # the policy may not write a victim's block either
+            self._block(k)
         oracle.commit(victims)
         blocks, ids = self.blocks, self.ids
         for k in victims:

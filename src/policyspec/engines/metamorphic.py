@@ -291,10 +291,17 @@ def _failing_evict(index: int, refs: Mapping[int, int], ctx: _Context) -> list[S
 def _protect_absent(
     sequence: Sequence[Action], snaps: Sequence[Mapping[int, int]], ctx: _Context
 ) -> list[Step]:
-    return [
-        Step(("evict", a[1], a[2] | frozenset(ABSENT)) if a[0] == "evict" else a, index)
-        for index, a in enumerate(sequence)
-    ]
+    """Each evict also protects the keys never inserted and every key of S
+    that is absent at that moment: removed, evicted, or inserted only later
+    (a policy that keeps protected keys "reserved" shows once they arrive)."""
+    named = frozenset(a[1] for a in sequence if a[0] == "insert") | frozenset(ABSENT)
+    steps: list[Step] = []
+    for index, a in enumerate(sequence):
+        if a[0] == "evict":
+            before = snaps[index - 1] if index else {}
+            a = ("evict", a[1], a[2] | frozenset(k for k in named if k not in before))
+        steps.append(Step(a, index))
+    return steps
 
 
 def _after_clear(
@@ -314,7 +321,8 @@ RELATIONS = (
     Relation("EVICT-ZERO", "evict(0, ...) after each action", _after_each(_zero_evicts)),
     Relation(
         "EVICT-PROTECTED-ABSENT-NEUTRAL",
-        f"keys never inserted {list(ABSENT)} added to every protected set",
+        f"every absent key (those of S absent at the time, and {list(ABSENT)}) added to "
+        "every protected set",
         _protect_absent,
     ),
     Relation(

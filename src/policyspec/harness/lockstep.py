@@ -372,6 +372,7 @@ class Lockstep:
         if victims is not None:
             self.state = commit_evict(before, victims)
             for k in victims:
+                self._check_block(k, "evict")  # a victim's block is the manager's too
                 self._forget(k)
 
     # -- observation ----------------------------------------------------------
@@ -398,16 +399,20 @@ class Lockstep:
 
     def _check_blocks(self, op: str) -> None:
         self.checked["BLOCK-NO-WRITE"] += 1
-        for k, block in self.blocks.items():
-            ref, block_id = self.written[k]
-            if block.ref_cnt != ref or block.block_id != block_id:
-                self._fail(
-                    "BLOCK-NO-WRITE",
-                    f"after {op}, the block of key {k} reads ref_cnt={block.ref_cnt}, "
-                    f"block_id={block.block_id}; the manager wrote ref_cnt={ref}, "
-                    f"block_id={block_id} and the spec forbids the policy to write either",
-                )
-                block.ref_cnt, block.block_id = ref, block_id
+        for k in list(self.blocks):
+            self._check_block(k, op)
+
+    def _check_block(self, k: int, op: str) -> None:
+        block = self.blocks[k]
+        ref, block_id = self.written[k]
+        if block.ref_cnt != ref or block.block_id != block_id:
+            self._fail(
+                "BLOCK-NO-WRITE",
+                f"after {op}, the block of key {k} reads ref_cnt={block.ref_cnt}, "
+                f"block_id={block.block_id}; the manager wrote ref_cnt={ref}, "
+                f"block_id={block_id} and the spec forbids the policy to write either",
+            )
+            block.ref_cnt, block.block_id = ref, block_id
 
     def _check_presence(self, op: str, requirement: str) -> None:
         """Ask get for every key seen so far; a wrong answer right after
