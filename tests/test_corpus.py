@@ -68,21 +68,6 @@ SEED = 20240611
 DEFAULT_ENGINES = ("fast",)
 
 SUITE_GAPS: dict[str, tuple[str | None, str]] = {
-    "g09_victims_newest_first": (
-        "LRU-MARK-RECENCY",
-        "culprit() probes the order with one evict(count) of the policy itself, so a fault "
-        "in evict's own order is blamed on the mark_evictable before it",
-    ),
-    "g11_evict_reverses_order": (
-        "LRU-EVICT-ORDER",
-        "culprit() maps an order change right after a (correct) evict to LRU-EVICT-ORDER; "
-        "spec/lru.md puts an evict that reorders the others under LRU-ORDER-KEPT",
-    ),
-    "v11_misses_load_end": (
-        "LRU-MARK-RECENCY",
-        "a mark_evictable that leaves the key ineligible is named as a recency fault; "
-        "MARK-EVICTABLE-ELIGIBLE is never reported by any engine",
-    ),
 }
 """file stem -> (id the suite reports instead, or None when not caught; why)."""
 

@@ -83,15 +83,20 @@ class LRURefinement:
 
     order_requirement = "LRU-EVICT-ORDER"
     liveness_requirement = "LRU-LIVENESS"
-    judged = ("LRU-INSERT-RECENCY", "LRU-MARK-RECENCY", "LRU-TOUCH-ORDER", "LRU-ORDER-KEPT")
-    """Every compared evict also judges the order these operations built
-    (a difference is traced back to one of them by explain.culprit)."""
+    judged = (
+        "LRU-INSERT-RECENCY", "LRU-MARK-RECENCY", "LRU-TOUCH-ORDER", "LRU-ORDER-KEPT",
+        "MARK-EVICTABLE-ELIGIBLE",
+    )
+    """Every compared evict also judges the order these operations built and
+    which keys they made eligible (a difference is traced back to one of
+    them by explain.culprit)."""
     _CULPRITS: ClassVar[dict[str, str]] = {
         "insert": "LRU-INSERT-RECENCY",
         "mark_evictable": "LRU-MARK-RECENCY",
         "touch": "LRU-TOUCH-ORDER",
-        "evict": "LRU-EVICT-ORDER",
     }
+    """Any other operation (an evict that reorders the rest among them) breaks
+    LRU-ORDER-KEPT; an evict's own victims are judged as LRU-EVICT-ORDER."""
 
     def start(self, capacity: int) -> None:
         return None

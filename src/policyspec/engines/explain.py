@@ -6,9 +6,11 @@ come much earlier (a touch that walked the wrong way, a mark that did not
 refresh recency). ``culprit`` replays each prefix of the minimal trace on a
 fresh policy and runs probes after it (each on its own replay: probes are
 destructive): caller actions, then one eviction compared with the
-refinement's. Without more knowledge the probe is the whole eviction order
-(evict every eligible key) and the first prefix whose order differs names
-its last operation through ``refinement.culprit``. A refinement that is
+refinement's. Without more knowledge the probes read the whole eviction
+order (evict(i) for every i, each on its own replay, compared as sets) and
+the first prefix whose order differs names its last operation through
+``refinement.culprit`` (or MARK-EVICTABLE-ELIGIBLE when a key just marked
+is not evictable at all). A refinement that is
 also a ``Diagnosis`` chooses its probes and reads their answers itself
 (``blame``), and may decline to blame an operation, so that the search
 goes on. A failure that disappears when the harness stops observing through
@@ -121,23 +123,38 @@ def _replay(
 
 
 class _WholeOrder:
-    """The diagnosis of a refinement that has none: evict every eligible
-    key; the first prefix whose order differs names its last operation."""
+    """The diagnosis of a refinement that has none: the whole eviction
+    order, read as sets. Probe i evicts i keys on its own replay, so key i
+    of the policy's order is what evict(i) takes beyond evict(i - 1). Sets,
+    not the returned list, and one evict per replay: a policy whose evict
+    itself misorders its result (or reorders the rest) must not make an
+    earlier operation look guilty. The first prefix whose order differs
+    names its last operation."""
 
     def __init__(self, refinement: Refinement) -> None:
         self.refinement = refinement
 
     def probes(self, ext: Any, state: State) -> list[Probe]:
         count = len(eligible(state, ()))
-        return [Probe("order", (), count)] if count else []
+        return [Probe(f"first {i}", (), i) for i in range(1, count + 1)]
 
     def blame(
         self, history: Sequence[Action], action: Action, ext: Any, state: State,
         results: Sequence[ProbeResult], previous: Sequence[ProbeResult],
     ) -> str | None:
-        if not any(r.differs for r in results):
+        if not any(_as_set(r.got) != _as_set(r.expected) or r.broken for r in results):
             return None
+        if _LAST_CALL[action[0]] == "mark_evictable" and results:
+            # The full probe evicts every eligible key: if the key just
+            # marked is not among them, the mark did not make it eligible.
+            whole = results[-1]
+            if not whole.broken and action[1] not in (whole.got or ()):
+                return "MARK-EVICTABLE-ELIGIBLE"
         return _culprit_of(action, self.refinement.culprit)
+
+
+def _as_set(victims: Sequence[int] | None) -> frozenset[int] | None:
+    return None if victims is None else frozenset(victims)
 
 
 # The policy call an action ends with (end_read ends with mark_evictable

@@ -192,6 +192,8 @@ def _count_checks(
     if exact and profile.refinement is not None:
         checked[profile.refinement.order_requirement] += kinds["evict"]
         checked[profile.refinement.liveness_requirement] += kinds["evict"]
+        for rid in getattr(profile.refinement, "judged", ()):
+            checked[rid] += kinds["evict"]
 
 
 # -- any other refinement: the full harness ------------------------------------

@@ -343,6 +343,13 @@ class Lockstep:
             self.checked[rid] += 1
         if n == 0:
             self.checked["EVICT-ZERO"] += 1
+        # Eligibility that insert and mark_non_evictable established is
+        # judged here (spec/evict.md reports its faults as EVICT-IDLE-ONLY).
+        refs = before.refs.values()
+        if any(r < 0 for r in refs):
+            self.checked["INSERT-IN-FLIGHT-NOT-ELIGIBLE"] += 1
+        if any(r > 0 for r in refs):
+            self.checked["MARK-NON-EVICTABLE-PINS"] += 1
         violation = evict_violation(before, n, protected, victims)
         expected: list[int] | None = victims
         new_ext = self.ext
