@@ -7,7 +7,8 @@ as much of it). A run that kept its history (traces, findings, caches that
 grow) would need about ten times the memory; target: at most 1.2 times.
 The first numbers are peaks of all memory Python had allocated during the
 run, imports and earlier runs included; the second ones count only what
-the run itself added.
+the run itself added. Each default engine is also measured alone (S, then
+10 S seconds), to show which one grows.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import gc
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from policyspec.check import run_check
+from policyspec.engines import ENGINES
 from policyspec.engines.fast import run_fast
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
@@ -65,6 +68,14 @@ def measure_memory(seconds: float, examples: int) -> list[MemoryUse]:
                 _peak(lambda: run_fast(subject, lru, 0, 0, 64, examples=10 * examples)),
             ),
         ]
+        for engine in ENGINES.values():
+            if engine.default and engine.applies(lru):
+                run = engine.run
+                out.append(MemoryUse(
+                    f"{engine.name} engine alone, {seconds / 2:g}s vs {5 * seconds:g}s",
+                    _peak(partial(run, subject, lru, seconds / 2, 0, 64)),
+                    _peak(partial(run, subject, lru, 5 * seconds, 0, 64)),
+                ))
     finally:
         tracemalloc.stop()
     return out

@@ -144,7 +144,7 @@ def make_log(workload: Workload | None = None) -> Log:
         length = rng.randint(1, len(shared))
         suffix = [offload_key(next_key + j) for j in range(rng.randint(*workload.suffix_blocks))]
         next_key += len(suffix)
-        keys = shared[:length] + suffix
+        keys: list[Hashable] = [*shared[:length], *suffix]
         manager.call("touch", keys)
         hits = manager.lookup(keys)
         manager.start_loads(keys[:hits])
