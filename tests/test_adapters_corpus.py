@@ -36,9 +36,11 @@ EXPECTED: dict[str, tuple[str, str, set[str]]] = {
     ),
     "r7b_lru_deprioritized.py": ("DeprioritizingLRUCachePolicy", "R7b", {"clear", "mark"}),
     "r8_mru_policy.py": ("MRUCachePolicy", "R8", {"clear", "mark"}),
+    "r9_lru_insert_req_context.py": ("RequestLRUCachePolicy", "R9", {"clear"}),
     "faulty_lru_ignores_protected.py": ("CarelessLRUCachePolicy", "R3", {"clear", "mark"}),
     "faulty_fifo_evicts_in_flight.py": ("SpeculativeFIFOCachePolicy", "R1", set()),
     "faulty_touch_crashes_on_not_ready.py": ("TwoQueueCachePolicy", "R4", {"clear"}),
+    "faulty_insert_needs_key_position.py": ("PositionRankedLRUCachePolicy", "R9", {"clear"}),
 }
 
 
@@ -210,7 +212,7 @@ def test_corpus_file_loads_at_its_revision(results: dict[str, Any], name: str) -
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_corpus_blocks_have_vllm_layout(results: dict[str, Any], name: str) -> None:
     kind, fields = results[name]["block"]
-    if EXPECTED[name][1] in ("R7", "R7b", "R8"):
+    if EXPECTED[name][1] in ("R7", "R7b", "R8", "R9"):
         assert (kind, fields) == ("ChunkStatus", ["ref_cnt", "chunk_id"])
     else:
         assert (kind, fields) == ("BlockStatus", ["ref_cnt", "block_id"])

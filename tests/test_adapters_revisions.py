@@ -93,6 +93,34 @@ class R8(R4):
         pass
 
 
+class R9(R8):
+    """vLLM 0.33.0: insert gets the storing request's context."""
+
+    def insert(self, key: Any, chunk: Any, req_context: Any) -> None:
+        self.blocks[key] = (chunk, req_context)
+
+    def on_request_access(self, keys: Any, req_context: Any) -> None:
+        pass
+
+
+class R9AccessOnly(R8):
+    """The upstream hook, and an insert that accepts (not requires) a context."""
+
+    def insert(self, key: Any, chunk: Any, req_context: Any = None) -> None:
+        self.blocks[key] = chunk
+
+    def on_request_access(self, keys: Any, req_context: Any) -> None:
+        pass
+
+
+class ZtysthFork(R8):
+    """ztysth's fork: R8 with on_request_access(..., *, inserted) and a
+    two-argument insert."""
+
+    def on_request_access(self, keys: Any, req_context: Any, *, inserted: bool = False) -> None:
+        pass
+
+
 class R8TouchOnly(R2):
     def touch(self, keys: Any, req_context: Any | None) -> None:
         pass
@@ -133,7 +161,8 @@ class OnStandinR7(sp.CachePolicy):
     [
         (RMinus1, "R-1"), (OnStandinR0, "R0"), (R1, "R1"), (R2, "R2"), (R3, "R3"), (R4, "R4"),
         (R6, "R6"), (R6Draft, "R6-draft"), (R7, "R7"), (R7b, "R7b"), (R8, "R8"),
-        (R8TouchOnly, "R8"), (OnStandinR7, "R7"),
+        (R8TouchOnly, "R8"), (OnStandinR7, "R7"), (R9, "R9"), (R9AccessOnly, "R9"),
+        (ZtysthFork, "R8"),
     ],
 )
 def test_revision_is_detected_from_the_class_itself(cls: type, api: str) -> None:
@@ -146,6 +175,39 @@ def test_stand_in_defaults_are_not_taken_for_the_policys_own_methods() -> None:
     assert found.hooks == ("evict_until",)  # not open_session, on_store_miss, ... of the ABC
     subject = subject_for_class(OnStandinR7)
     assert subject.capabilities == frozenset({"clear", "evict_until"})  # no own mark_*
+
+
+def test_r9_is_detected_from_insert_or_the_upstream_access_hook() -> None:
+    assert detect(R9).reason == "insert takes (key, chunk, req_context)"
+    assert detect(R9AccessOnly).reason == (
+        "it defines on_request_access and insert accepts a req_context"
+    )
+    assert "on_request_access" in detect(R9).hooks
+
+
+def test_ztysth_access_hook_is_noted_but_not_taken_for_r9() -> None:
+    found = detect(ZtysthFork)
+    assert found.api == "R8"  # its insert takes two arguments: never driven with three
+    assert "ztysth fork's keyword inserted" in found.reason
+    assert found.fork_hooks == ()  # on_request_access is upstream API since vLLM 0.33.0
+    assert "on_request_access" in found.hooks
+
+
+def test_r9_insert_gets_the_adapters_request_context() -> None:
+    subject = subject_for_class(R9)
+    assert subject.capabilities == frozenset({"clear"})
+    policy = subject.build(2)
+    policy.insert(b"k", "chunk")
+    policy.use_request("other")  # type: ignore[attr-defined]
+    policy.insert(b"j", "chunk")
+    held = policy.policy.blocks  # type: ignore[attr-defined]
+    assert held[b"k"][0] == "chunk" and held[b"k"][1].req_id == "policyspec-req-0"
+    assert held[b"j"][1].req_id == "other"
+    assert signature_problems(R9, "R9") == []
+    assert signature_problems(ZtysthFork, "R9") == [
+        "ZtysthFork.insert(key, block) cannot be called as insert(key, chunk, req_context), "
+        "as revision R9 calls it"
+    ]
 
 
 class T4t4KAUFork(R4):
@@ -226,7 +288,7 @@ def test_missing_core_method_is_a_target_error_naming_the_revision() -> None:
 
 
 def test_every_revision_has_a_protocol_and_core_methods() -> None:
-    assert API_NAMES[0] == "R-1" and API_NAMES[-1] == "R8"
+    assert API_NAMES[0] == "R-1" and API_NAMES[-1] == "R9"
     for revision in REVISIONS.values():
         names = {m.name for m in revision.methods if m.kind == "core"}
         assert names == {"get", "insert", "remove", "touch", "evict"}

@@ -85,6 +85,8 @@ def test_cache_policy_defaults_are_the_revisions_no_ops() -> None:
     policy.on_store_miss([b"a"], None)
     policy.on_request_finished([[b"b"], [b"c"]], set(), set(), None)  # R8: a touch per group
     policy.on_request_finished(None)  # R6: no-op
+    assert policy.on_request_access([b"d"], None) is None  # R9: no-op
+    assert policy.on_request_access([b"d"], None, inserted=True) is None  # the ztysth fork's
     assert policy.touched == [[b"a"], [b"b"], [b"c"]]
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "CachePolicyR7",
     "CachePolicyR7b",
     "CachePolicyR8",
+    "CachePolicyR9",
     "CachePolicyRMinus1",
     "CallShape",
     "MethodSpec",
@@ -178,6 +179,28 @@ class CachePolicyR8(_Marks, Protocol):
     ) -> None: ...
 
 
+class CachePolicyR9(_Marks, Protocol):
+    """R9, vLLM 0.33.0 (its PyPI wheel, ``cpu/policies/base.py``): ``insert``
+    takes the storing request's ``req_context``; ``on_request_access`` is
+    upstream (a no-op by default); ``touch`` as in R4."""
+
+    def get(self, key: Any, /) -> Any: ...
+    def insert(self, key: Any, chunk: Any, req_context: Any, /) -> None: ...
+    def remove(self, key: Any, /) -> None: ...
+    def touch(self, keys: Iterable[Any], req_context: Any, /) -> None: ...
+    def evict(self, n: int, protected: set[Any], /) -> Victims: ...
+    def on_store_miss(self, keys: Iterable[Any], req_context: Any, /) -> None: ...
+    def on_request_access(self, keys: Iterable[Any], req_context: Any, /) -> None: ...
+    def on_request_finished(
+        self,
+        key_groups: Sequence[Sequence[Any]],
+        insertion_only_keys: set[Any],
+        reused_keys: set[Any],
+        req_context: Any,
+        /,
+    ) -> None: ...
+
+
 # -- the same revisions as data --------------------------------------------
 
 Kind = Literal["core", "abstract", "hook"]
@@ -222,6 +245,9 @@ _CLEAR = _m("clear()", "abstract")
 _MARKS = (_m("mark_evictable(key)", "hook"), _m("mark_non_evictable(key)", "hook"))
 _TOUCH_CTX = _m("touch(keys, req_context)")
 _CHUNKS = (_m("get(key)"), _m("insert(key, chunk)"), _m("remove(key)"))
+_FINISHED = _m(
+    "on_request_finished(key_groups, insertion_only_keys, reused_keys, req_context)", "hook"
+)
 
 _TABLE = (
     Revision(
@@ -325,10 +351,27 @@ _TABLE = (
             _CLEAR,
             *_MARKS,
             _m("on_store_miss(keys, req_context)", "hook"),
-            _m("on_request_finished(key_groups, insertion_only_keys, reused_keys, req_context)",
-               "hook"),
+            _FINISHED,
         ),
         CachePolicyR8,
+        chunks=True,
+    ),
+    Revision(
+        "R9",
+        "vLLM 0.33.0: insert takes req_context; on_request_access upstream",
+        (
+            _m("get(key)"),
+            _m("insert(key, chunk, req_context)"),
+            _m("remove(key)"),
+            _TOUCH_CTX,
+            _m("evict(n, protected)"),
+            _CLEAR,
+            *_MARKS,
+            _m("on_store_miss(keys, req_context)", "hook"),
+            _m("on_request_access(keys, req_context)", "hook"),
+            _FINISHED,
+        ),
+        CachePolicyR9,
         chunks=True,
     ),
 )

@@ -3,9 +3,10 @@ parameter lists the class itself defines (never from the defaults of the
 ``CachePolicy`` it derives from).
 
 The newest feature present decides, because revisions only ever add to the
-interface: R8 hooks, then R7b's ``deprioritized``, R6's session arguments,
-R7's ``evict_until`` or chunks, R4's ``req_context`` in ``touch``, R3's
-``mark_*``, R2's ``clear``; without any of them the home of the base class
+interface: R9's ``insert(key, chunk, req_context)`` (or its upstream
+``on_request_access``), R8 hooks, then R7b's ``deprioritized``, R6's session
+arguments, R7's ``evict_until`` or chunks, R4's ``req_context`` in ``touch``,
+R3's ``mark_*``, R2's ``clear``; without any of them the home of the base class
 (or ``block_hash`` parameter names) tells R-1, R0 and R1 apart. Methods of
 fork-only variants are listed, never required (CONTRACT.md section 1).
 """
@@ -28,14 +29,22 @@ FORK_HOOKS = {
     "export_state": "ophirazulai hot-swap fork",
     "import_state": "ophirazulai hot-swap fork",
     "record_write_error": "ophirazulai hot-swap fork",
-    "on_request_access": "ztysth fork",
     "iter_keys": "aphrodite fork",
     "mark_gpu_resident": "aphrodite fork",
     "mark_gpu_evicted": "aphrodite fork",
     "segment_counts": "aphrodite fork",
     "set_gpu_residency_aware": "aphrodite fork",
 }
-"""Methods only fork variants define, and where they come from."""
+"""Methods only fork variants define, and where they come from.
+``on_request_access`` is not one of them any more: the ztysth fork had it
+first, with a keyword ``inserted``; vLLM 0.33.0 (R9) made it upstream API
+without that keyword. A class whose hook takes ``inserted`` is the fork's
+and does not count as R9 evidence (``_ZTYSTH_NOTE``)."""
+
+_ZTYSTH_NOTE = (
+    "; its on_request_access takes the ztysth fork's keyword inserted "
+    "(upstream R9 has no such keyword)"
+)
 
 _LATER_HOOKS = (
     "record_lookup",
@@ -43,6 +52,7 @@ _LATER_HOOKS = (
     "close_session",
     "on_request_finished",
     "on_store_miss",
+    "on_request_access",
     "evict_until",
 )
 
@@ -77,7 +87,33 @@ def detect(cls: type) -> Detection:
     hooks = tuple(h for h in _LATER_HOOKS if own_member(cls, h) is not None)
     forks = tuple(h for h in FORK_HOOKS if own_member(cls, h) is not None)
     api, reason = _decide(cls, set(hooks))
+    if _ztysth_access(cls):
+        reason += _ZTYSTH_NOTE
     return Detection(api, reason, hooks, forks)
+
+
+def _ztysth_access(cls: type) -> bool:
+    """True when ``on_request_access`` has the ztysth fork's ``inserted``."""
+    access = _shape(cls, "on_request_access")
+    return access is not None and "inserted" in access.names
+
+
+def _r9(cls: type) -> str | None:
+    """Why ``cls`` is an R9 (vLLM 0.33.0) policy, or None: ``insert``
+    requires a third argument (the storing request's context), or the class
+    defines the upstream ``on_request_access(keys, req_context)`` and its
+    ``insert`` accepts that third argument."""
+    insert = _shape(cls, "insert")
+    if insert is not None and insert.required >= 3:
+        return f"insert takes {insert.text()}"
+    access = _shape(cls, "on_request_access")
+    if (
+        access is not None
+        and not _ztysth_access(cls)
+        and (insert is None or insert.accepts(3))
+    ):
+        return "it defines on_request_access and insert accepts a req_context"
+    return None
 
 
 def _decide(cls: type, hooks: set[str]) -> tuple[str, str]:
@@ -85,6 +121,9 @@ def _decide(cls: type, hooks: set[str]) -> tuple[str, str]:
     evict = _shape(cls, "evict")
     finished = _shape(cls, "on_request_finished")
     extra = evict.names[2 : evict.required] if evict else ()
+    why_r9 = _r9(cls)
+    if why_r9 is not None:
+        return "R9", why_r9
     if "on_store_miss" in hooks or (finished is not None and finished.required >= 4):
         return "R8", "it defines R8's request hooks (on_store_miss / on_request_finished)"
     if extra and extra[0] == "deprioritized":

@@ -6,7 +6,9 @@ adapted). Otherwise it returns a ``SeedAdapter`` whose methods are the
 policy's own bound methods where the shapes agree and one small closure
 where they do not, so the wrapper costs one extra call at most:
 
-* R4, R5, R7, R8: ``touch(keys)`` -> ``touch(keys, req_context)``;
+* R4, R5, R7, R8, R9: ``touch(keys)`` -> ``touch(keys, req_context)``;
+* R9: ``insert(key, block)`` -> ``insert(key, block, req_context)``, the
+  storing request's context, as vLLM 0.33.0's manager passes it;
 * R7b: ``evict(n, p)`` -> ``evict(n, p, set())`` (nothing deprioritized);
 * R6 / R6-draft: ``evict(n, p)`` -> ``evict(n, p, req_context, depth)`` and
   every ``insert`` inside ``open_session(req_context, depth)`` /
@@ -30,7 +32,7 @@ from policyspec.subject import SeedPolicy
 
 __all__ = ["SeedAdapter", "adapt", "unwrap"]
 
-_TOUCH_CONTEXT = frozenset({"R4", "R5", "R6", "R6-draft", "R7", "R7b", "R8"})
+_TOUCH_CONTEXT = frozenset({"R4", "R5", "R6", "R6-draft", "R7", "R7b", "R8", "R9"})
 _SESSIONS = frozenset({"R6", "R6-draft"})
 
 
@@ -143,6 +145,13 @@ def adapt(
             policy_touch(keys, w.req_context)
 
         w.touch = touch
+    if revision == "R9":
+        policy_insert = policy.insert
+
+        def insert_in_request(key: Any, block: Any) -> None:
+            policy_insert(key, block, w.req_context)
+
+        w.insert = insert_in_request
     if revision == "R7b":
         policy_evict = policy.evict
 

@@ -96,7 +96,7 @@ def add_parser(sub: Any) -> None:
                         help=f"cache_capacity for the policy (default {DEFAULT_CAPACITY})")
     parser.add_argument("--json-report", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--junit-xml", metavar="PATH", help="write a JUnit XML report here")
-    parser.add_argument("--api", help="force an API revision (R0..R8) instead of detecting it")
+    parser.add_argument("--api", help="force an API revision (R-1..R9) instead of detecting it")
     parser.add_argument("--no-stand-in", action="store_true",
                         help="refuse to provide vLLM stand-in modules when vllm is missing")
     parser.add_argument("--call-timeout", type=_seconds, default=DEFAULT_CALL_TIMEOUT,

@@ -4,7 +4,8 @@
 Written from the facts in CONTRACT.md: an ``OffloadKey`` is the block-hash
 bytes followed by the KV group index as 4 big-endian unsigned bytes; a
 ``ReqContext`` carries the request id (and, since PR #51787, the end-token
-position of each key so policies can order a request's keys).
+position of each key so policies can order a request's keys; vLLM 0.33.0
+adds ``kv_hints``, None here).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class ReqContext:
 
     req_id: str
     kv_transfer_params: dict[str, Any] | None = None
+    kv_hints: Any | None = None
+    """vLLM 0.33.0: the request's KV hints envelope, None when it has none."""
     _state: dict[type, Any] = field(default_factory=dict, repr=False, init=False)
     _offload_key_positions: dict[bytes, int] = field(default_factory=dict, repr=False, init=False)
 

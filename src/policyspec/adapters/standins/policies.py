@@ -115,6 +115,11 @@ class CachePolicy(ABC):
     def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
         self.touch(keys, req_context)
 
+    # R9 (vLLM 0.33.0): first accesses of a request, a no-op by default; the
+    # keyword arguments admit the ztysth fork's ``inserted``.
+    def on_request_access(self, keys: Iterable[Any], req_context: Any, **kwargs: Any) -> None:
+        return None
+
     def on_request_finished(self, *args: Any) -> None:
         if len(args) == 4:  # R8: (key_groups, insertion_only, reused, req_context)
             key_groups, _insertion_only, _reused, req_context = args
