@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from policyspec.engines import ENGINES, Engine, EngineRun, Finding
 from policyspec.engines.explain import culprit
+from policyspec.engines.minimise import minimise
 from policyspec.engines.render import describe, repro
 from policyspec.engines.replay import fails_with, failure_of
 from policyspec.engines.shrink import shrink
 from policyspec.harness import Aborted
 from policyspec.harness.watchdog import Watchdog
 from policyspec.harness.watchdog import current as watch
+from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry, requirements_for
 from policyspec.report import (
@@ -147,6 +149,7 @@ def _run_engine(
 
 def _minimise(subject: Subject, profile: Profile, capacity: int, finding: Finding) -> Finding:
     trace = finding.trace
+    family = _family(profile, finding.requirement)
     if not finding.shrunk and finding.requirement in ("API-RETURNS", "API-PROCESS-ALIVE"):
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
@@ -157,16 +160,37 @@ def _minimise(subject: Subject, profile: Profile, capacity: int, finding: Findin
         finally:
             watch.limit = saved
     elif not finding.shrunk:
-        trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement))
-    message = finding.message
+        trace = minimise(trace, _fails_as(subject, profile, capacity, family))
+    requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
-        again = failure_of(subject, profile, capacity, trace,
-                           fatal=lambda r: r == finding.requirement)
-        if again is not None and again.requirement == finding.requirement:
-            message = again.message
-    requirement = culprit(subject, profile, capacity, trace, finding.requirement)
+        again = failure_of(subject, profile, capacity, trace, fatal=family.__contains__)
+        if again is not None and again.requirement in family:
+            requirement, message = again.requirement, again.message
+    requirement = culprit(subject, profile, capacity, trace, requirement)
     return Finding(requirement, message, trace, finding.engine, True)
+
+
+def _family(profile: Profile, requirement: str) -> frozenset[str]:
+    """The ids a shrunk trace may fail with and still show the same fault: a
+    refinement's wrong victims and its needless refusal are both a wrong
+    order, and ``culprit`` names the operation behind either."""
+    refinement = profile.refinement
+    if refinement is not None:
+        family = frozenset((refinement.order_requirement, refinement.liveness_requirement))
+        if requirement in family:
+            return family
+    return frozenset((requirement,))
+
+
+def _fails_as(
+    subject: Subject, profile: Profile, capacity: int, family: frozenset[str]
+) -> Callable[[Sequence[Action]], bool]:
+    def fails(trace: Sequence[Action]) -> bool:
+        failure = failure_of(subject, profile, capacity, trace, fatal=family.__contains__)
+        return failure is not None and failure.requirement in family
+
+    return fails
 
 
 def _report(

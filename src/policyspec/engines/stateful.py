@@ -9,10 +9,12 @@ failure read as a story. Bulk stores let runs reach 40+ keys quickly.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -20,6 +22,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, note, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.internal.conjecture import engine as conjecture_engine
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     get_state_machine_test,
@@ -220,8 +223,8 @@ def run_machine(
     a failure is found. Chunk i uses seed ``seed * 7919 + i`` and a size from a
     fixed schedule (small first, so a short budget is not overrun, growing to
     ``chunk``): the same seed gives the same examples in the same order, and
-    only how many chunks run depends on the clock. Shrinking a failure found
-    may take longer than the budget."""
+    only how many chunks run depends on the clock. Shrinking a failure gets
+    ``seconds`` more at most (``_shrinking_for``)."""
     result = EngineRun(engine=engine)
     started = time.monotonic()
     if database is None and os.environ.get(DATABASE_ENV):
@@ -245,19 +248,23 @@ def run_machine(
         )
         test = hypothesis_seed(seed * 7919 + index)(test)
         index += 1
+        shrink_limit = max(MIN_SHRINK_SECONDS, seconds)
+        before = time.monotonic()
         try:
-            test()
+            with _shrinking_for(shrink_limit):
+                test()
         except Aborted as aborted:
             _record(result, aborted.failure, engine)
         except ConformanceFailure as failure:
-            _record(result, failure, engine, shrunk=True)
+            _record(result, failure, engine, shrunk=_fully(before, shrink_limit))
         except BaseExceptionGroup as group:
             failures, rest = group.split(ConformanceFailure)
             if rest is not None:
                 raise
             if failures is not None:
+                shrunk = _fully(before, shrink_limit)
                 for leaf in _leaves(failures):
-                    _record(result, leaf, engine, shrunk=True)
+                    _record(result, leaf, engine, shrunk=shrunk)
         if result.findings or time.monotonic() - started >= seconds:
             break
     stats = machine.stats
@@ -269,6 +276,36 @@ def run_machine(
     result.examples = stats.examples
     result.seconds = time.monotonic() - started
     return result
+
+
+MIN_SHRINK_SECONDS = 5.0
+"""Hypothesis's shrinking gets the engine's own time, and at least this."""
+
+
+@contextmanager
+def _shrinking_for(seconds: float) -> Iterator[None]:
+    """Bound Hypothesis's shrinking by ``seconds`` instead of its own five
+    minutes. Each example of this machine asks get of every key after every
+    call, so thousands of shrink attempts took a minute where the quick
+    budget promises 20 s. The bound is a module constant of Hypothesis's
+    engine (not public API): where it is missing, shrinking is unbounded, as
+    before."""
+    saved = getattr(conjecture_engine, "MAX_SHRINKING_SECONDS", None)
+    if saved is None:
+        yield
+        return
+    conjecture_engine.MAX_SHRINKING_SECONDS = math.ceil(seconds)
+    try:
+        yield
+    finally:
+        conjecture_engine.MAX_SHRINKING_SECONDS = saved
+
+
+def _fully(started: float, shrink_limit: float) -> bool:
+    """Whether Hypothesis can have finished shrinking: a test call that ran
+    past the bound was cut, and its trace goes through policyspec's own
+    (deterministic) minimiser like those of the other engines."""
+    return time.monotonic() - started < shrink_limit
 
 
 def _leaves(group: BaseExceptionGroup[ConformanceFailure]) -> list[ConformanceFailure]:
