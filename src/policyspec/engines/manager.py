@@ -11,19 +11,22 @@ are checked: MANAGER-BLOCK-IDS, MANAGER-IDLE-COUNT, MANAGER-NO-LOST-DATA.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, cast
 
 from hypothesis import note
 from hypothesis import strategies as st
-from hypothesis.internal.conjecture import engine as conjecture
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from policyspec.engines.result import EngineRun
-from policyspec.engines.stateful import MachineStats, PolicyMachine, run_machine
+from policyspec.engines.stateful import (
+    MachineStats,
+    PolicyMachine,
+    collect_garbage,
+    run_machine,
+)
 from policyspec.harness import Lockstep, failure_type
 from policyspec.model.actions import Action, is_legal
 from policyspec.model.state import IDLE, IN_FLIGHT
@@ -123,6 +126,7 @@ class ManagerMachine(RuleBasedStateMachine):
         for failure in self.h.soft:
             if all(f.requirement != failure.requirement for f in self.stats.soft):
                 self.stats.soft.append(failure)
+        collect_garbage(self.stats)
 
     # -- manager bookkeeping --------------------------------------------------
 
@@ -462,22 +466,11 @@ def run_manager(
 ) -> EngineRun:
     """The manager engine: run the machine for ``seconds`` (Engine.run signature)."""
     machine = manager_machine(subject, profile, capacity=capacity, observe=observe, fatal=fatal)
-    with _shrinking_for(seconds):
-        # run_machine only reads the class's ``stats`` and runs it as a state machine.
-        return run_machine(
-            cast("type[PolicyMachine]", machine), engine="manager", seed=seed, seconds=seconds,
-            steps=steps, chunk=10,
-        )
-
-
-@contextmanager
-def _shrinking_for(seconds: float) -> Iterator[None]:
-    """Hypothesis shrinks one failure for up to five minutes; a manager
-    example is costly to replay, so the engine's own budget bounds that here
-    (the constant is documented as monkeypatchable)."""
-    old = conjecture.MAX_SHRINKING_SECONDS
-    conjecture.MAX_SHRINKING_SECONDS = max(2, round(seconds))
-    try:
-        yield
-    finally:
-        conjecture.MAX_SHRINKING_SECONDS = old
+    # run_machine only reads the class's ``stats`` and runs it as a state
+    # machine. Only Hypothesis can shrink the manager's own findings (a
+    # replay through the policy-level harness does not see them), so its
+    # result is kept, and its shrinking gets the engine's time (at least 2 s).
+    return run_machine(
+        cast("type[PolicyMachine]", machine), engine="manager", seed=seed, seconds=seconds,
+        steps=steps, chunk=10, shrink_seconds=max(2.0, seconds), keep_cut=True,
+    )

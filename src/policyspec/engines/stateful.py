@@ -9,6 +9,7 @@ failure read as a story. Bulk stores let runs reach 40+ keys quickly.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import time
@@ -38,12 +39,33 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
 
-__all__ = ["DATABASE_ENV", "MachineStats", "PolicyMachine", "policy_machine", "run_machine"]
+__all__ = [
+    "DATABASE_ENV",
+    "MachineStats",
+    "PolicyMachine",
+    "collect_garbage",
+    "policy_machine",
+    "run_machine",
+]
 
 DATABASE_ENV = "POLICYSPEC_HYPOTHESIS_DB"
 """A directory for Hypothesis's example database (``check --hypothesis-db``):
 failures found once are replayed first next time, e.g. from a CI cache.
 Unset: no database, so a seed alone decides a run."""
+
+
+GC_EVERY = 8
+"""Examples between two full garbage collections (``collect_garbage``)."""
+
+
+def collect_garbage(stats: MachineStats) -> None:
+    """A full collection every GC_EVERY examples. Each example leaves some
+    thousands of objects in reference cycles (Hypothesis's choice nodes,
+    closures and strategies) that outlive the young generations, and
+    Python collects the oldest one rarely: without this, a run ten times
+    longer peaked at two to three times the memory."""
+    if stats.examples % GC_EVERY == 0:
+        gc.collect()
 
 
 @dataclass
@@ -87,6 +109,7 @@ class PolicyMachine(RuleBasedStateMachine):
         for failure in self.h.soft:
             if all(f.requirement != failure.requirement for f in self.stats.soft):
                 self.stats.soft.append(failure)
+        collect_garbage(self.stats)
 
     # -- helpers ----------------------------------------------------------
 
@@ -115,7 +138,7 @@ class PolicyMachine(RuleBasedStateMachine):
     def store(self, data: st.DataObject, ready: bool) -> None:
         """The manager stores a new block (in flight); the policy API also
         allows inserting an idle block."""
-        key = data.draw(st.sampled_from(self._absent()), label="key")
+        key = _pick(data, self._absent(), "key")
         self._do(("insert", key, IDLE if ready else IN_FLIGHT))
 
     @precondition(lambda self: self._room())
@@ -134,7 +157,7 @@ class PolicyMachine(RuleBasedStateMachine):
     @precondition(lambda self: any(r == IN_FLIGHT for r in self.h.state.refs.values()))
     @rule(data=st.data())
     def finish_store(self, data: st.DataObject) -> None:
-        key = data.draw(st.sampled_from(self._with_ref(lambda r: r == IN_FLIGHT)), label="key")
+        key = _pick(data, self._with_ref(lambda r: r == IN_FLIGHT), "key")
         self._do(("finish_store", key))
 
     @precondition(lambda self: bool(self.h.state.refs))
@@ -142,19 +165,19 @@ class PolicyMachine(RuleBasedStateMachine):
     def remove(self, data: st.DataObject) -> None:
         """A failed store removes an in-flight key; the policy API allows
         removing a key in any state."""
-        key = data.draw(st.sampled_from(sorted(self.h.state.refs)), label="key")
+        key = _pick(data, sorted(self.h.state.refs), "key")
         self._do(("remove", key))
 
     @precondition(lambda self: any(r >= IDLE for r in self.h.state.refs.values()))
     @rule(data=st.data())
     def start_read(self, data: st.DataObject) -> None:
-        key = data.draw(st.sampled_from(self._with_ref(lambda r: r >= IDLE)), label="key")
+        key = _pick(data, self._with_ref(lambda r: r >= IDLE), "key")
         self._do(("start_read", key))
 
     @precondition(lambda self: any(r > IDLE for r in self.h.state.refs.values()))
     @rule(data=st.data())
     def end_read(self, data: st.DataObject) -> None:
-        key = data.draw(st.sampled_from(self._with_ref(lambda r: r > IDLE)), label="key")
+        key = _pick(data, self._with_ref(lambda r: r > IDLE), "key")
         self._do(("end_read", key))
 
     @rule(data=st.data())
@@ -165,11 +188,11 @@ class PolicyMachine(RuleBasedStateMachine):
         universe = st.integers(0, self.pool + 3)
         present = sorted(self.h.state.refs)
         departed = self._departed()
-        choice = st.sampled_from(present) | universe if present else universe
+        choice = _one_of(present) | universe if present else universe
         if departed:
-            choice = choice | st.sampled_from(departed)
-        keys = data.draw(st.lists(choice, max_size=8), label="keys")
-        self._do(("touch", tuple(keys)))
+            choice = choice | _one_of(departed)
+        keys = _draw_many(data, choice, 8, "keys")
+        self._do(("touch", keys))
 
     @rule(data=st.data())
     def evict(self, data: st.DataObject) -> None:
@@ -177,8 +200,8 @@ class PolicyMachine(RuleBasedStateMachine):
         n = data.draw(st.integers(0, len(idle) + 1), label="n")
         candidates = st.integers(0, self.pool + 3)
         if idle:
-            candidates = st.sampled_from(sorted(idle)) | candidates
-        protected = data.draw(st.frozensets(candidates, max_size=6), label="protected")
+            candidates = _one_of(sorted(idle)) | candidates
+        protected = frozenset(_draw_many(data, candidates, 6, "protected"))
         self._do(("evict", n, protected))
 
     @rule(data=st.data())
@@ -192,6 +215,32 @@ class PolicyMachine(RuleBasedStateMachine):
         """Rare on purpose (1 in 8 when chosen): clears keep states small."""
         if data.draw(st.integers(0, 7), label="clear?") == 0:
             self._do(("clear",))
+
+
+# Strategies built from the current keys are never passed to a strategy
+# function (st.sampled_from, st.lists, st.frozensets): Hypothesis caches the
+# strategy those return for every distinct argument (up to 1,024 entries,
+# each holding its key list), which made a long run's memory grow by about
+# 0.1 MB per example. Integer ranges repeat, and ``map`` and ``|`` are not
+# cached.
+
+
+def _one_of(keys: list[int]) -> st.SearchStrategy[int]:
+    """One of ``keys``, drawn as an index."""
+    return st.integers(0, len(keys) - 1).map(keys.__getitem__)
+
+
+def _draw_many(
+    data: st.DataObject, element: st.SearchStrategy[int], most: int, label: str
+) -> tuple[int, ...]:
+    """Up to ``most`` draws of ``element`` (repeats allowed)."""
+    count = data.draw(st.integers(0, most), label=f"{label}: how many")
+    return tuple(data.draw(element, label=label) for _ in range(count))
+
+
+def _pick(data: st.DataObject, keys: list[int], label: str) -> int:
+    key: int = data.draw(_one_of(keys), label=label)
+    return key
 
 
 def policy_machine(
@@ -218,13 +267,18 @@ def run_machine(
     steps: int = 60,
     chunk: int = 40,
     database: ExampleDatabase | None = None,
+    shrink_seconds: float | None = None,
+    keep_cut: bool = False,
 ) -> EngineRun:
     """Run ``machine`` in chunks of examples until ``seconds`` have passed or
     a failure is found. Chunk i uses seed ``seed * 7919 + i`` and a size from a
     fixed schedule (small first, so a short budget is not overrun, growing to
     ``chunk``): the same seed gives the same examples in the same order, and
     only how many chunks run depends on the clock. Shrinking a failure gets
-    ``seconds`` more at most (``_shrinking_for``)."""
+    ``shrink_seconds`` more at most (default: ``seconds``, at least
+    MIN_SHRINK_SECONDS; ``_shrinking_for``). A trace whose shrinking was
+    probably cut is handed on as not shrunk, for policyspec's minimiser,
+    unless ``keep_cut``."""
     result = EngineRun(engine=engine)
     started = time.monotonic()
     if database is None and os.environ.get(DATABASE_ENV):
@@ -248,7 +302,7 @@ def run_machine(
         )
         test = hypothesis_seed(seed * 7919 + index)(test)
         index += 1
-        shrink_limit = max(MIN_SHRINK_SECONDS, seconds)
+        shrink_limit = shrink_seconds or max(MIN_SHRINK_SECONDS, seconds)
         before = time.monotonic()
         try:
             with _shrinking_for(shrink_limit):
@@ -256,13 +310,14 @@ def run_machine(
         except Aborted as aborted:
             _record(result, aborted.failure, engine)
         except ConformanceFailure as failure:
-            _record(result, failure, engine, shrunk=_fully(before, shrink_limit))
+            _record(result, failure, engine,
+                    shrunk=keep_cut or _fully(before, shrink_limit + seconds))
         except BaseExceptionGroup as group:
             failures, rest = group.split(ConformanceFailure)
             if rest is not None:
                 raise
             if failures is not None:
-                shrunk = _fully(before, shrink_limit)
+                shrunk = keep_cut or _fully(before, shrink_limit + seconds)
                 for leaf in _leaves(failures):
                     _record(result, leaf, engine, shrunk=shrunk)
         if result.findings or time.monotonic() - started >= seconds:
@@ -278,7 +333,7 @@ def run_machine(
     return result
 
 
-MIN_SHRINK_SECONDS = 5.0
+MIN_SHRINK_SECONDS = 10.0
 """Hypothesis's shrinking gets the engine's own time, and at least this."""
 
 
@@ -301,11 +356,12 @@ def _shrinking_for(seconds: float) -> Iterator[None]:
         conjecture_engine.MAX_SHRINKING_SECONDS = saved
 
 
-def _fully(started: float, shrink_limit: float) -> bool:
+def _fully(started: float, bound: float) -> bool:
     """Whether Hypothesis can have finished shrinking: a test call that ran
-    past the bound was cut, and its trace goes through policyspec's own
-    (deterministic) minimiser like those of the other engines."""
-    return time.monotonic() - started < shrink_limit
+    longer than ``bound`` (the shrinking bound plus the time generation may
+    have taken) was probably cut, and its trace goes through policyspec's
+    own (deterministic) minimiser like those of the other engines."""
+    return time.monotonic() - started < bound
 
 
 def _leaves(group: BaseExceptionGroup[ConformanceFailure]) -> list[ConformanceFailure]:
