@@ -62,8 +62,10 @@ def collect_garbage(stats: MachineStats) -> None:
     """A full collection every GC_EVERY examples. Each example leaves some
     thousands of objects in reference cycles (Hypothesis's choice nodes,
     closures and strategies) that outlive the young generations, and
-    Python collects the oldest one rarely: without this, a run ten times
-    longer peaked at two to three times the memory."""
+    Python collects the oldest one rarely. With this, chunks of at most 10
+    examples and no strategy cached per key list, a ``check`` ten times
+    longer peaks at the same memory (benchmarks: ratio 2.03 before, 1.00
+    after)."""
     if stats.examples % GC_EVERY == 0:
         gc.collect()
 
@@ -220,9 +222,8 @@ class PolicyMachine(RuleBasedStateMachine):
 # Strategies built from the current keys are never passed to a strategy
 # function (st.sampled_from, st.lists, st.frozensets): Hypothesis caches the
 # strategy those return for every distinct argument (up to 1,024 entries,
-# each holding its key list), which made a long run's memory grow by about
-# 0.1 MB per example. Integer ranges repeat, and ``map`` and ``|`` are not
-# cached.
+# each holding its key list), so a long run kept ever more of them alive.
+# Integer ranges repeat, and ``map`` and ``|`` are not cached.
 
 
 def _one_of(keys: list[int]) -> st.SearchStrategy[int]:
