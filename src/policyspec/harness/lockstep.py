@@ -406,8 +406,11 @@ class Lockstep:
 
     def _check_blocks(self, op: str) -> None:
         self.checked["BLOCK-NO-WRITE"] += 1
-        for k in list(self.blocks):
-            self._check_block(k, op)
+        written = self.written
+        for k, block in self.blocks.items():  # inline: this runs after every call
+            ref, block_id = written[k]
+            if block.ref_cnt != ref or block.block_id != block_id:
+                self._check_block(k, op)
 
     def _check_block(self, k: int, op: str) -> None:
         block = self.blocks[k]
