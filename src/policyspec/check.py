@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import cast
 
@@ -20,7 +20,6 @@ from policyspec.engines.shrink import shrink
 from policyspec.harness import Aborted
 from policyspec.harness.watchdog import Watchdog
 from policyspec.harness.watchdog import current as watch
-from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry, requirements_for
 from policyspec.report import (
@@ -160,7 +159,7 @@ def _minimise(subject: Subject, profile: Profile, capacity: int, finding: Findin
         finally:
             watch.limit = saved
     elif not finding.shrunk:
-        trace = minimise(trace, _fails_as(subject, profile, capacity, family))
+        trace = minimise(trace, fails_with(subject, profile, capacity, family))
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
@@ -181,16 +180,6 @@ def _family(profile: Profile, requirement: str) -> frozenset[str]:
         if requirement in family:
             return family
     return frozenset((requirement,))
-
-
-def _fails_as(
-    subject: Subject, profile: Profile, capacity: int, family: frozenset[str]
-) -> Callable[[Sequence[Action]], bool]:
-    def fails(trace: Sequence[Action]) -> bool:
-        failure = failure_of(subject, profile, capacity, trace, fatal=family.__contains__)
-        return failure is not None and failure.requirement in family
-
-    return fails
 
 
 def _report(

@@ -24,7 +24,7 @@ from policyspec.engines.result import EngineRun
 from policyspec.engines.stateful import (
     MachineStats,
     PolicyMachine,
-    collect_garbage,
+    end_example,
     run_machine,
 )
 from policyspec.harness import Lockstep, failure_type
@@ -121,12 +121,7 @@ class ManagerMachine(RuleBasedStateMachine):
         self.stats.examples += 1
 
     def teardown(self) -> None:
-        self.stats.calls += self.h.calls
-        self.stats.checked.update(self.h.checked)
-        for failure in self.h.soft:
-            if all(f.requirement != failure.requirement for f in self.stats.soft):
-                self.stats.soft.append(failure)
-        collect_garbage(self.stats)
+        end_example(self.stats, self.h)
 
     # -- manager bookkeeping --------------------------------------------------
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policyspec.engines.generate import ActionSource
+from policyspec.engines.minimise import without_key
 from policyspec.engines.render import describe
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.engines.shrink import shrink
@@ -593,23 +594,10 @@ def _drop_keys(
     alone leaves the sequence illegal, so plain delta debugging keeps them."""
     best = sequence
     for key in sorted({a[1] for a in sequence if a[0] == "insert"}):
-        candidate = tuple(_without(best, key))
+        candidate = without_key(best, key)
         if candidate != best and fails(candidate):
             best = candidate
     return best
-
-
-def _without(sequence: Sequence[Action], key: int) -> list[Action]:
-    out: list[Action] = []
-    for action in sequence:
-        op = action[0]
-        if op == "touch":
-            out.append(("touch", tuple(k for k in action[1] if k != key)))
-        elif op == "evict":
-            out.append(("evict", action[1], action[2] - {key}))
-        elif op == "clear" or action[1] != key:
-            out.append(action)
-    return out
 
 
 def _shortest_prefix(

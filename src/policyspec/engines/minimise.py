@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from policyspec.engines.shrink import shrink
 from policyspec.model.actions import Action
 
-__all__ = ["drop_keys", "fewer_evicted", "minimise"]
+__all__ = ["drop_keys", "fewer_evicted", "minimise", "without_key"]
 
 Fails = Callable[[Sequence[Action]], bool]
 ROUNDS = 16
@@ -56,7 +56,7 @@ def drop_keys(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
     key is also tried with every evict asking for one key fewer."""
     best = tuple(trace)
     for key in dict.fromkeys(k for a in trace for k in _keys_of(a)):
-        for candidate in (_without(best, key), _one_fewer(_without(best, key))):
+        for candidate in (without_key(best, key), _one_fewer(without_key(best, key))):
             if candidate and _size(candidate) < _size(best) and fails(candidate):
                 best = candidate
                 break
@@ -88,7 +88,9 @@ def _keys_of(action: Action) -> tuple[int, ...]:
     return (action[1],)
 
 
-def _without(trace: Sequence[Action], key: int) -> tuple[Action, ...]:
+def without_key(trace: Sequence[Action], key: int) -> tuple[Action, ...]:
+    """``trace`` with every action on ``key`` gone and ``key`` left out of
+    touches and protected sets."""
     out: list[Action] = []
     for action in trace:
         op = action[0]

@@ -37,14 +37,21 @@ def failure_of(
 
 
 def fails_with(
-    subject: Subject, profile: Profile, capacity: int, requirement: str, *, observe: bool = True
+    subject: Subject,
+    profile: Profile,
+    capacity: int,
+    requirement: str | frozenset[str],
+    *,
+    observe: bool = True,
 ) -> Callable[[Sequence[Action]], bool]:
-    """A predicate for the shrinker: the trace still breaks ``requirement``."""
+    """A predicate for the shrinker: the trace still breaks ``requirement``
+    (or one of a set of ids that show the same fault)."""
+    family = frozenset((requirement,)) if isinstance(requirement, str) else requirement
 
     def fails(trace: Sequence[Action]) -> bool:
         failure = failure_of(
-            subject, profile, capacity, trace, observe=observe, fatal=lambda r: r == requirement
+            subject, profile, capacity, trace, observe=observe, fatal=family.__contains__
         )
-        return failure is not None and failure.requirement == requirement
+        return failure is not None and failure.requirement in family
 
     return fails

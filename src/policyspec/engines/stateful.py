@@ -43,7 +43,7 @@ __all__ = [
     "DATABASE_ENV",
     "MachineStats",
     "PolicyMachine",
-    "collect_garbage",
+    "end_example",
     "policy_machine",
     "run_machine",
 ]
@@ -55,10 +55,21 @@ Unset: no database, so a seed alone decides a run."""
 
 
 GC_EVERY = 8
-"""Examples between two full garbage collections (``collect_garbage``)."""
+"""Examples between two full garbage collections (``_collect_garbage``)."""
 
 
-def collect_garbage(stats: MachineStats) -> None:
+def end_example(stats: MachineStats, harness: Lockstep) -> None:
+    """What a machine's teardown does (this one and the manager's): add the
+    example's counts and soft failures to ``stats``, and collect garbage."""
+    stats.calls += harness.calls
+    stats.checked.update(harness.checked)
+    for failure in harness.soft:
+        if all(f.requirement != failure.requirement for f in stats.soft):
+            stats.soft.append(failure)
+    _collect_garbage(stats)
+
+
+def _collect_garbage(stats: MachineStats) -> None:
     """A full collection every GC_EVERY examples. Each example leaves some
     thousands of objects in reference cycles (Hypothesis's choice nodes,
     closures and strategies) that outlive the young generations, and
@@ -106,12 +117,7 @@ class PolicyMachine(RuleBasedStateMachine):
         self.h.apply(action)
 
     def teardown(self) -> None:
-        self.stats.calls += self.h.calls
-        self.stats.checked.update(self.h.checked)
-        for failure in self.h.soft:
-            if all(f.requirement != failure.requirement for f in self.stats.soft):
-                self.stats.soft.append(failure)
-        collect_garbage(self.stats)
+        end_example(self.stats, self.h)
 
     # -- helpers ----------------------------------------------------------
 
