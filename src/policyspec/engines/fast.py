@@ -2,7 +2,7 @@
 
 Hypothesis's stateful engine runs about ten thousand steps a second; a
 policy answers millions of calls. This engine spends its time on the policy
-instead: ``ActionSource.burst`` draws runs of legal actions straight from
+instead: ``ActionSource.draw`` draws runs of legal actions straight from
 the oracle's state (a request's stores, their completion, a prefix's loads,
 a lookup, a touch), and ``fast_driver.Driver`` makes the manager's calls on
 the policy, moves a ``FastOracle`` in lockstep and checks each call cheaply
@@ -26,11 +26,10 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
-from operator import itemgetter
 from time import monotonic
 
 from policyspec.engines.fast_driver import Difference, Driver
-from policyspec.engines.generate import ActionSource
+from policyspec.engines.generate import ActionSource, Run, actions_of
 from policyspec.engines.minimise import minimise
 from policyspec.engines.replay import fails_with, failure_of
 from policyspec.engines.result import EngineRun, Finding
@@ -103,53 +102,58 @@ def _run_driver(
     must = {rid for rid, req in load_registry().items() if req.level == "MUST"}
     sizes = idles = samples = 0
     kinds: Counter[str] = Counter()
-    soft: dict[str, tuple[Action, ...]] = {}
-    burst = source.burst
+    soft: dict[str, list[Action]] = {}
+    draw = source.draw
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         driver = Driver(subject, capacity, keys, model_of, exact)
         handlers, oracle = Driver.HANDLERS, driver.oracle
-        trace: list[Action] = []
-        extend = trace.extend
+        runs: list[Run] = []
+        record = runs.append
+        done = 0
         watch.op = ENGINE
         try:
-            while len(trace) < steps:
+            while done < steps:
                 # The watchdog's clock restarts every chunk, not every call:
                 # a chunk of fast calls is far below any call time limit.
                 watch.since = monotonic()
-                chunk_end = min(steps, len(trace) + SWEEP_EVERY)
-                while len(trace) < chunk_end:
-                    actions = burst(oracle)
-                    extend(actions)
+                chunk_end = min(steps, done + SWEEP_EVERY)
+                while done < chunk_end:
+                    drawn = draw(oracle)
+                    record(drawn)
+                    kind = drawn[0]
                     try:
-                        handlers[actions[0][0]](driver, actions)
+                        count = handlers[kind](driver, drawn)
                     except Difference as found:
                         if found.requirement in must:
                             raise
-                        soft.setdefault(found.requirement, tuple(trace))
+                        soft.setdefault(found.requirement, _spelled(runs))
+                        count = len(actions_of(drawn))
+                    done += count
+                    kinds[kind] += count
                 driver.sweep()
                 sizes += len(oracle.refs)
                 idles += len(oracle.idle)
                 samples += 1
         except Difference as found:
-            _judge(run, subject, profile, capacity, trace, found)
+            _judge(run, subject, profile, capacity, _spelled(runs), found)
         except CallTimeout:
-            message = f"a policy call in {trace[-1]!r} did not return within the time limit"
-            run.add(Finding("API-RETURNS", message, tuple(trace), ENGINE))
+            message = f"a policy call in {runs[-1]!r} did not return within the time limit"
+            run.add(Finding("API-RETURNS", message, tuple(_spelled(runs)), ENGINE))
         except Exception as exc:  # the policy raised during a legal call
-            raised = Difference("API-NO-RAISE", f"{trace[-1]!r} raised {type(exc).__name__}: {exc}")
+            trace = _spelled(runs)
+            raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: {exc}")
             _judge(run, subject, profile, capacity, trace, raised)
         finally:
             watch.op = None
         run.calls += driver.calls
-        run.steps += len(trace)
+        run.steps += sum(kinds.values())
         run.examples += 1
-        kinds.update(map(_KIND, trace))
         _count_checks(run, driver, kinds, exact, profile)
         kinds.clear()
         if run.findings or run.error:
             break
-    for requirement, trace_ in soft.items():
-        _judge(run, subject, profile, capacity, list(trace_), Difference(requirement, "soft"))
+    for requirement, trace in soft.items():
+        _judge(run, subject, profile, capacity, trace, Difference(requirement, "soft"))
     if samples:
         run.counts["mean_keys"] = round(sizes / samples)
         run.counts["mean_idle"] = round(idles / samples)
@@ -159,7 +163,9 @@ def _run_driver(
         )
 
 
-_KIND = itemgetter(0)
+def _spelled(runs: list[Run]) -> list[Action]:
+    """The trace of ``runs``: their actions, in order."""
+    return [action for drawn in runs for action in actions_of(drawn)]
 
 
 _BASE = ("API-NO-RAISE", "BLOCK-NO-WRITE")

@@ -1,6 +1,6 @@
 """The fast engine's driver: one policy and its oracle, action by action.
 
-Each handler takes a run of actions of one kind (``ActionSource.burst``),
+Each handler takes a run of actions of one kind (``ActionSource.draw``),
 makes the manager's calls for them (``model.actions.expand``) on the policy,
 moves a ``FastOracle`` the same way, and checks what the calls returned:
 the exact (lru) or allowed (core) victims of every eviction, identity of
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from itertools import islice
+from itertools import islice, repeat
 from operator import attrgetter, is_not, itemgetter, ne
 from typing import Any, ClassVar
 
+from policyspec.engines.generate import Run
 from policyspec.engines.oracle import FastOracle
-from policyspec.model.actions import Action
 from policyspec.model.state import IDLE
 from policyspec.subject import Subject
 
@@ -53,7 +53,7 @@ class Driver:
     table, not bound methods on the instance: those would make every driver
     a reference cycle that lingers until a full garbage collection."""
 
-    HANDLERS: ClassVar[dict[str, Callable[[Driver, list[Action]], None]]]
+    HANDLERS: ClassVar[dict[str, Callable[[Driver, Run], int]]]
 
     def __init__(
         self,
@@ -92,15 +92,19 @@ class Driver:
         """get of every key in ``named`` answers as the oracle says (C-level
         loops; the slow path only names the culprit). A None requirement
         means GET-IDENTITY or GET-ABSENT, by the key's presence."""
-        blocks = self.blocks
         self.calls += len(named)
-        if any(map(is_not, map(self.policy.get, map(self.real, named)), map(blocks.get, named))):
-            get, keys = self.policy.get, self.keys
-            for k in named:
-                got = get(keys[k])
-                if got is not blocks.get(k):
-                    rid = requirement or ("GET-IDENTITY" if k in blocks else "GET-ABSENT")
-                    self._presence(k, got, rid)
+        if any(map(is_not, map(self.policy.get, map(self.real, named)),
+                   map(self.blocks.get, named))):
+            self._culprit(named, requirement)
+
+    def _culprit(self, named: Sequence[int], requirement: str | None) -> None:
+        """The slow path of the get checks: which key answers wrongly."""
+        get, keys, blocks = self.policy.get, self.keys, self.blocks
+        for k in named:
+            got = get(keys[k])
+            if got is not blocks.get(k):
+                rid = requirement or ("GET-IDENTITY" if k in blocks else "GET-ABSENT")
+                self._presence(k, got, rid)
 
     def _observe_blocks(self, named: Sequence[int], requirement: str) -> None:
         """``_observe``, and the ref_cnt of the blocks of ``named`` (present
@@ -108,6 +112,20 @@ class Driver:
         self._observe(named, requirement)
         if any(map(ne, map(_REF_CNT, map(self.blocks.__getitem__, named)),
                    map(self.oracle.refs.__getitem__, named))):
+            for k in named:
+                self._block(k)
+
+    def _observe_held(
+        self, named: Sequence[int], reals: Sequence[Hashable], held: Sequence[Any],
+        requirement: str,
+    ) -> None:
+        """``_observe`` for present keys, given their real keys and their
+        blocks (``held``, in the same order), and the ref_cnt of each block
+        is what the manager wrote (block ids: every sweep)."""
+        self.calls += len(named)
+        if any(map(is_not, map(self.policy.get, reals), held)):
+            self._culprit(named, requirement)
+        if any(map(ne, map(_REF_CNT, held), map(self.oracle.refs.__getitem__, named))):
             for k in named:
                 self._block(k)
 
@@ -119,49 +137,55 @@ class Driver:
     def sweep(self) -> None:
         """Every present key has its block, and the block its fields."""
         present = list(self.blocks)
-        self._observe_blocks(present, "GET-PURE")
+        reals = list(map(self.real, present))
+        self._observe_held(present, reals, list(self.blocks.values()), "GET-PURE")
         if any(map(ne, map(_BLOCK_ID, self.blocks.values()), self.ids.values())):
             for k in present:
                 self._block(k)
 
-    # -- actions (model.actions.expand), a run of one kind at a time -------------
-    # Only evict can fail softly (EVICT-LIVENESS), and it comes alone.
+    # -- runs (generate.Run) of one kind, as model.actions.expand spells out
+    # each action. A handler returns the number of actions in its run. Only
+    # evict can fail softly (EVICT-LIVENESS), and it comes alone.
 
-    def insert(self, actions: list[Action]) -> None:
-        named = list(map(_SECOND, actions))
-        written = list(map(_THIRD, actions))
+    def insert(self, run: Run) -> int:
+        _, named, ref = run
+        count = len(named)
         first = self.next_id
-        ids = range(first, first + len(named))
+        ids = range(first, first + count)
         self.next_id = ids.stop
-        new = list(map(self.make_block, written, ids))
-        _consume(map(self.policy.insert, map(self.real, named), new))
-        self.calls += len(named)
+        new = list(map(self.make_block, repeat(ref, count), ids))
+        reals = list(map(self.real, named))
+        _consume(map(self.policy.insert, reals, new))
+        self.calls += count
         oracle = self.oracle
-        oracle.refs.update(zip(named, written, strict=True))
-        if IDLE in written:  # inserted idle: the most recent idle key, in order
-            for k, ref in zip(named, written, strict=True):
-                if ref == IDLE:
-                    oracle.idle[k] = None
+        oracle.refs.update(zip(named, repeat(ref)))
+        if ref == IDLE:  # inserted idle: the most recent idle keys, in order
+            oracle.idle.update(zip(named, repeat(None)))
         self.blocks.update(zip(named, new, strict=True))
         self.ids.update(zip(named, ids, strict=True))
-        self._observe_blocks(named, "INSERT-ADDS")
+        self._observe_held(named, reals, new, "INSERT-ADDS")
+        return count
 
-    def finish_store(self, actions: list[Action]) -> None:
-        named = list(map(_SECOND, actions))
+    def finish_store(self, run: Run) -> int:
+        named = run[1]
         keys, blocks, oracle = self.keys, self.blocks, self.oracle
-        mark = self.policy.mark_evictable if self.has_mark else None
         refs, idle = oracle.refs, oracle.idle
-        for k in named:
-            blocks[k].ref_cnt = refs[k] = IDLE
-            if mark is not None:
+        if self.has_mark:
+            mark = self.policy.mark_evictable
+            for k in named:
+                blocks[k].ref_cnt = refs[k] = IDLE
                 mark(keys[k])
-            idle[k] = None
-        if mark is not None:
+                idle[k] = None
             self.calls += len(named)
+        else:
+            for k in named:
+                blocks[k].ref_cnt = refs[k] = IDLE
+                idle[k] = None
         self._observe_blocks(named, "MARK-KEEPS-MEMBERSHIP")
+        return len(named)
 
-    def start_read(self, actions: list[Action]) -> None:
-        named = list(map(_SECOND, actions))
+    def start_read(self, run: Run) -> int:
+        named = run[1]
         keys, blocks, oracle = self.keys, self.blocks, self.oracle
         unmark = self.policy.mark_non_evictable if self.has_mark else None
         refs, idle = oracle.refs, oracle.idle
@@ -174,9 +198,10 @@ class Driver:
                 del idle[k]
             blocks[k].ref_cnt = refs[k] = ref + 1
         self._observe_blocks(named, "MARK-KEEPS-MEMBERSHIP")
+        return len(named)
 
-    def end_read(self, actions: list[Action]) -> None:
-        named = list(map(_SECOND, actions))
+    def end_read(self, run: Run) -> int:
+        named = run[1]
         keys, blocks, oracle = self.keys, self.blocks, self.oracle
         mark = self.policy.mark_evictable if self.has_mark else None
         refs, idle = oracle.refs, oracle.idle
@@ -189,10 +214,11 @@ class Driver:
                     self.calls += 1
                 idle[k] = None
         self._observe_blocks(named, "MARK-KEEPS-MEMBERSHIP")
+        return len(named)
 
-    def remove(self, actions: list[Action]) -> None:
+    def remove(self, run: Run) -> int:
         policy = self.policy
-        for _, k in actions:
+        for k in run[1]:
             key = self.keys[k]
             policy.remove(key)
             self.oracle.remove(k)
@@ -201,59 +227,57 @@ class Driver:
             self.calls += 2
             if got is not None:
                 self._presence(k, got, "REMOVE-DROPS")
+        return len(run[1])
 
-    def touch(self, actions: list[Action]) -> None:
-        for _, named in actions:
-            self.policy.touch(list(map(self.real, named)))
-            self.calls += 1
-            self.oracle.touch(named)
-            self._observe(named, "TOUCH-KEEPS-MEMBERSHIP")
-
-    def get(self, actions: list[Action]) -> None:
-        self._observe(list(map(_SECOND, actions)), None)
-
-    def clear(self, actions: list[Action]) -> None:
-        for _ in actions:
-            self.policy.clear()
-            self.calls += 1
-            gone = list(self.blocks)
-            self.oracle.clear()
-            self.blocks.clear()
-            self.ids.clear()
-            self._observe(gone, "CLEAR-EMPTIES")
-
-    def evict(self, actions: list[Action]) -> None:
-        for _, n, protected in actions:
-            self._evict(n, protected)
-
-    def _evict(self, n: int, protected: frozenset[int]) -> None:
-        policy = self.policy
-        result = policy.evict(n, set(map(self.real, protected)))
+    def touch(self, run: Run) -> int:
+        named = run[1]
+        self.policy.touch(list(map(self.real, named)))
         self.calls += 1
-        oracle = self.oracle
+        self.oracle.touch(named)
+        self._observe(named, "TOUCH-KEEPS-MEMBERSHIP")
+        return 1
+
+    def get(self, run: Run) -> int:
+        self._observe(run[1], None)
+        return len(run[1])
+
+    def clear(self, run: Run) -> int:
+        self.policy.clear()
+        self.calls += 1
+        gone = list(self.blocks)
+        self.oracle.clear()
+        self.blocks.clear()
+        self.ids.clear()
+        self._observe(gone, "CLEAR-EMPTIES")
+        return 1
+
+    def evict(self, run: Run) -> int:
+        _, n, protected = run
+        result = self.policy.evict(n, set(map(self.real, protected)))
+        self.calls += 1
         if n == 0:
             self.zero += 1
         if result is None:
             self.refused += 1
             self._refused(n, protected)
-            return
+            return 1
         victims = self._victims(n, result)
-        if not self.exact or victims != oracle.lru_victims(n, protected):
+        if not self.exact or victims != self.oracle.lru_victims(n, protected):
             self._judge_victims(n, protected, victims)
         self.evicted += 1
-        for k in victims:  # the policy may not write a victim's block either
-            self._block(k)
-        oracle.commit(victims)
+        refs, idle = self.oracle.refs, self.oracle.idle
         blocks, ids = self.blocks, self.ids
-        for k in victims:
-            del blocks[k], ids[k]
+        for k in victims:  # oracle.commit, and the driver forgets the blocks
+            del refs[k], idle[k], blocks[k], ids[k]
         self._observe(victims, "EVICT-REMOVES")
+        return 1
 
     def _victims(self, n: int, result: object) -> list[int]:
-        """The model keys of a list result, checking shape and identity."""
+        """The model keys of a list result, checking shape, identity and
+        that the policy did not write a victim's block either."""
         if not isinstance(result, list):
             raise Difference("EVICT-SHAPE", f"evict({n}, ...) returned a {type(result).__name__}")
-        refs, blocks, model_of = self.oracle.refs, self.blocks, self.model_of
+        refs, blocks, ids, model_of = self.oracle.refs, self.blocks, self.ids, self.model_of
         victims: list[int] = []
         for item in result:
             if not (isinstance(item, tuple) and len(item) == 2):
@@ -267,6 +291,9 @@ class Driver:
                 raise Difference("EVICT-IDLE-ONLY", f"evict({n}, ...) returned an absent key")
             if block is not blocks[k]:
                 raise Difference("EVICT-IDENTITY", f"evict({n}, ...) returned another object")
+            if block.ref_cnt != refs[k] or block.block_id != ids[k]:
+                raise Difference("BLOCK-NO-WRITE", f"the block of key {k} was written by the "
+                                 "policy")
             victims.append(k)
         return victims
 

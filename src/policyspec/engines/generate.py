@@ -24,12 +24,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import compress, filterfalse, islice, repeat
-from typing import Protocol
+from typing import Any, Protocol
 
 from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
 
-__all__ = ["DEFAULT_WEIGHTS", "KINDS", "RUN", "ActionSource", "StateView"]
+__all__ = ["DEFAULT_WEIGHTS", "KINDS", "RUN", "ActionSource", "Run", "StateView", "actions_of"]
 
 KINDS = (
     "insert", "finish_store", "remove", "start_read", "end_read",
@@ -47,6 +47,26 @@ RUN = 32
 """Most actions one ``burst`` returns."""
 SHORTEST = 8
 """Fewest actions a run of stores, loads or gets aims at."""
+
+Run = tuple[Any, ...]
+"""A run of actions of one kind, compact: ``("insert", keys, ref_cnt)``
+(every key inserted with that ref_cnt); ``(kind, keys)`` for finish_store,
+remove, start_read, end_read and get (one action per key, in order); a
+touch, an evict or a clear is a run of one and is its own action. The fast
+engine works on runs and spells them out only for a failing trace."""
+
+PER_KEY = frozenset({"finish_store", "remove", "start_read", "end_read", "get"})
+"""Kinds whose run holds one action per key."""
+
+
+def actions_of(run: Run) -> list[Action]:
+    """The actions of ``run``, in order."""
+    kind = run[0]
+    if kind == "insert":
+        return list(zip(repeat("insert"), run[1], repeat(run[2])))
+    if kind in PER_KEY:
+        return list(zip(repeat(kind), run[1]))
+    return [run]
 
 
 class StateView(Protocol):
@@ -96,10 +116,9 @@ class ActionSource:
         self._calm = [m for m, w in zip(makers, calm, strict=True) for _ in range(w)]
         if not self._pressed:
             raise ValueError("ActionSource: every weight is 0")
-        runs: tuple[Callable[[StateView], list[Action] | None], ...] = (
+        runs: tuple[Callable[[StateView], Run | None], ...] = (
             self._insert_run, self._finish_run, self._remove_run, self._start_run,
-            self._end_run, self._touch_run, self._single(self._evict), self._get_run,
-            self._single(self._clear),
+            self._end_run, self._touch_run, self._evict, self._get_run, self._clear,
         )
         self._runs_pressed = [r for r, w in zip(runs, self.weights, strict=True) for _ in range(w)]
         self._runs_calm = [r for r, w in zip(runs, calm, strict=True) for _ in range(w)]
@@ -114,21 +133,26 @@ class ActionSource:
             if action is not None:
                 return action
 
-    def burst(self, state: StateView) -> list[Action]:
+    def draw(self, state: StateView) -> Run:
         """A run of legal actions of one kind, each legal after the ones
         before it, the way the manager works on a request: a lookup gets a
         prefix of keys, a store inserts the missing ones together, they
         complete together (or fail and are removed together), a load reads
         a prefix, the loads end together, a touch names a whole prefix.
         Evictions and clears come alone. One draw serves up to ``RUN``
-        actions (and a touch up to ``RUN`` keys): the fast engine's speed."""
+        actions (and a touch up to ``RUN`` keys): the fast engine's speed.
+        The run is compact (see ``Run``); ``actions_of`` spells it out."""
         random_ = self.rng.random
         table = self._runs_pressed if len(state.refs) >= self._pressure else self._runs_calm
         size = len(table)
         while True:
-            actions = table[int(random_() * size)](state)
-            if actions:
-                return actions
+            run = table[int(random_() * size)](state)
+            if run is not None:
+                return run
+
+    def burst(self, state: StateView) -> list[Action]:
+        """``draw``, as the list of its actions."""
+        return actions_of(self.draw(state))
 
     # -- one maker per kind: an action, or None when the kind does not fit ----
 
@@ -200,21 +224,11 @@ class ActionSource:
             return None
         return ("clear",)
 
-    # -- runs of one kind (burst) ------------------------------------------------
-    # Built with C-level helpers (filterfalse, zip, repeat): the fast engine
-    # spends a good part of its time here.
+    # -- runs of one kind (draw): a compact Run, or None when the kind does
+    # not fit. Built with C-level helpers (filterfalse, compress, repeat):
+    # the fast engine spends a good part of its time here.
 
-    @staticmethod
-    def _single(
-        maker: Callable[[StateView], Action | None],
-    ) -> Callable[[StateView], list[Action] | None]:
-        def run(state: StateView) -> list[Action] | None:
-            action = maker(state)
-            return None if action is None else [action]
-
-        return run
-
-    def _insert_run(self, state: StateView) -> list[Action] | None:
+    def _insert_run(self, state: StateView) -> Run | None:
         """Absent keys from a random start on (a request's new blocks). When
         they do not fit, the manager's eviction comes first: evict what is
         missing, protecting the request's keys (CONTRACT C6)."""
@@ -222,7 +236,7 @@ class ActionSource:
         random_ = self.rng.random
         if random_() < 0.1:
             action = self._insert(state)  # one block, sometimes inserted idle
-            return None if action is None else [action]
+            return None if action is None else ("insert", [action[1]], action[2])
         pool = self.pool
         start = int(random_() * pool)
         window = range(start, min(pool, start + 2 * RUN))
@@ -232,34 +246,34 @@ class ActionSource:
             return None
         room = self._room - len(refs)
         if len(keys) > room:
-            return [("evict", len(keys) - room, frozenset(range(start, keys[-1] + 1)))]
+            return ("evict", len(keys) - room, frozenset(range(start, keys[-1] + 1)))
         self._hints(self._storing, keys)
-        return list(zip(repeat("insert"), keys, repeat(IN_FLIGHT)))
+        return ("insert", keys, IN_FLIGHT)
 
-    def _finish_run(self, state: StateView) -> list[Action] | None:
+    def _finish_run(self, state: StateView) -> Run | None:
         """Stores this source started, completed together."""
         chunk = self._chunk(self._storing)
         if chunk is None:
             # Stores this source did not start (another source's state): a
             # few tries now and then, not on every draw.
             action = self._finish_store(state) if self.rng.random() < 0.125 else None
-            return None if action is None else [action]
-        refs = state.refs
-        return list(zip(repeat("finish_store"), _in_flight(refs, chunk))) or None
+            return None if action is None else ("finish_store", [action[1]])
+        keys = _in_flight(state.refs, chunk)
+        return ("finish_store", keys) if keys else None
 
-    def _remove_run(self, state: StateView) -> list[Action] | None:
+    def _remove_run(self, state: StateView) -> Run | None:
         """Half the time a failed store: stores this source started, removed
         together; else one present key in any state (the API allows it)."""
         if self.rng.random() < 0.5:
             action = self._remove(state)
-            return None if action is None else [action]
+            return None if action is None else ("remove", [action[1]])
         chunk = self._chunk(self._storing)
         if chunk is None:
             return None
-        refs = state.refs
-        return list(zip(repeat("remove"), _in_flight(refs, chunk))) or None
+        keys = _in_flight(state.refs, chunk)
+        return ("remove", keys) if keys else None
 
-    def _start_run(self, state: StateView) -> list[Action] | None:
+    def _start_run(self, state: StateView) -> Run | None:
         """Loads of the ready keys in a run of consecutive keys (a prefix)."""
         refs = state.refs
         random_ = self.rng.random
@@ -269,15 +283,15 @@ class ActionSource:
         if not keys:
             return None
         self._hints(self._reading, keys)
-        return list(zip(repeat("start_read"), keys))
+        return ("start_read", keys)
 
-    def _end_run(self, state: StateView) -> list[Action] | None:
+    def _end_run(self, state: StateView) -> Run | None:
         """Loads this source started, ending together (one end_read per
         load: a key read twice may end twice)."""
         chunk = self._chunk(self._reading)
         if chunk is None:
             action = self._end_read(state) if self.rng.random() < 0.125 else None
-            return None if action is None else [action]
+            return None if action is None else ("end_read", [action[1]])
         refs = state.refs
         ending: dict[int, int] = {}
         keys: list[int] = []
@@ -286,9 +300,9 @@ class ActionSource:
             if left > IDLE:
                 keys.append(key)
                 ending[key] = ending.get(key, 0) + 1
-        return list(zip(repeat("end_read"), keys)) or None
+        return ("end_read", keys) if keys else None
 
-    def _touch_run(self, state: StateView) -> list[Action] | None:
+    def _touch_run(self, state: StateView) -> Run | None:
         """One touch of up to ``RUN`` keys: a prefix, or any keys."""
         random_ = self.rng.random
         span = self.pool + 4
@@ -297,15 +311,15 @@ class ActionSource:
         size = int(random_() * (min(RUN, span) + 1))
         if random_() < 0.5:
             start = int(random_() * (span - size))
-            return [("touch", tuple(range(start, start + size)))]
-        return [("touch", tuple([int(random_() * span) for _ in range(size)]))]
+            return ("touch", tuple(range(start, start + size)))
+        return ("touch", tuple([int(random_() * span) for _ in range(size)]))
 
-    def _get_run(self, state: StateView) -> list[Action] | None:
+    def _get_run(self, state: StateView) -> Run | None:
         """A lookup: get of consecutive keys (a request's prefix)."""
         random_ = self.rng.random
         start = int(random_() * (self.pool + 4))
         end = min(self.pool + 4, start + SHORTEST + int(random_() * (RUN - SHORTEST + 1)))
-        return list(zip(repeat("get"), range(start, end)))
+        return ("get", list(range(start, end))) if end > start else None
 
     def _chunk(self, hints: list[int]) -> list[int] | None:
         """Up to ``RUN`` hints from a random place (removed), or None."""
