@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
-from itertools import compress, filterfalse, islice, repeat
+from itertools import filterfalse, islice, repeat
 from typing import Any, Protocol
 
 from policyspec.model.actions import Action
@@ -105,6 +105,18 @@ class ActionSource:
         """Keys this source inserted in flight (a hint, checked on use)."""
         self._reading: list[int] = []
         """One entry per load this source started (a hint, checked on use)."""
+        span = pool + 4
+        self._key_of_byte = [byte * span >> 8 for byte in range(256)] if span <= 256 else []
+        """A key for each random byte, for the random keys of a touch run.
+        Keys are not equally likely: their weights differ by at most
+        ceil(256 / span) / floor(256 / span) (3/2 for the default 100 keys),
+        which does not matter for a touch; a float drawn per key in Python
+        took three times as long."""
+        self._store_groups: list[list[int]] = []
+        """The keys of each run of stores this source drew (a request's
+        stores, completed or failed together), until taken; checked on use."""
+        self._load_groups: list[list[int]] = []
+        """The keys of each run of loads this source drew, until taken."""
         makers: tuple[Callable[[StateView], Action | None], ...] = (
             self._insert, self._finish_store, self._remove, self._start_read,
             self._end_read, self._touch, self._evict, self._get, self._clear,
@@ -247,30 +259,33 @@ class ActionSource:
         room = self._room - len(refs)
         if len(keys) > room:
             return ("evict", len(keys) - room, frozenset(range(start, keys[-1] + 1)))
-        self._hints(self._storing, keys)
+        self._keep(self._store_groups, keys)
         return ("insert", keys, IN_FLIGHT)
 
     def _finish_run(self, state: StateView) -> Run | None:
-        """Stores this source started, completed together."""
-        chunk = self._chunk(self._storing)
-        if chunk is None:
+        """The stores of one run this source drew, completed together."""
+        group = self._group(self._store_groups)
+        if group is None:
             # Stores this source did not start (another source's state): a
             # few tries now and then, not on every draw.
             action = self._finish_store(state) if self.rng.random() < 0.125 else None
             return None if action is None else ("finish_store", [action[1]])
-        keys = _in_flight(state.refs, chunk)
+        refs_get = state.refs.get
+        keys = [key for key in group if refs_get(key) == IN_FLIGHT]
         return ("finish_store", keys) if keys else None
 
     def _remove_run(self, state: StateView) -> Run | None:
-        """Half the time a failed store: stores this source started, removed
-        together; else one present key in any state (the API allows it)."""
+        """Half the time a failed store: the stores of one run this source
+        drew, removed together; else one present key in any state (the API
+        allows it)."""
         if self.rng.random() < 0.5:
             action = self._remove(state)
             return None if action is None else ("remove", [action[1]])
-        chunk = self._chunk(self._storing)
-        if chunk is None:
+        group = self._group(self._store_groups)
+        if group is None:
             return None
-        keys = _in_flight(state.refs, chunk)
+        refs_get = state.refs.get
+        keys = [key for key in group if refs_get(key) == IN_FLIGHT]
         return ("remove", keys) if keys else None
 
     def _start_run(self, state: StateView) -> Run | None:
@@ -279,27 +294,22 @@ class ActionSource:
         random_ = self.rng.random
         start = int(random_() * self.pool)
         window = range(start, start + SHORTEST + int(random_() * (RUN - SHORTEST + 1)))
-        keys = list(compress(window, map(IDLE.__le__, map(refs.get, window, repeat(-1)))))
+        refs_get = refs.get
+        keys = [key for key in window if refs_get(key, IN_FLIGHT) >= IDLE]
         if not keys:
             return None
-        self._hints(self._reading, keys)
+        self._keep(self._load_groups, keys)
         return ("start_read", keys)
 
     def _end_run(self, state: StateView) -> Run | None:
-        """Loads this source started, ending together (one end_read per
-        load: a key read twice may end twice)."""
-        chunk = self._chunk(self._reading)
-        if chunk is None:
+        """The loads of one run this source drew, ending together (its keys
+        are distinct; a key also read by another run keeps that load)."""
+        group = self._group(self._load_groups)
+        if group is None:
             action = self._end_read(state) if self.rng.random() < 0.125 else None
             return None if action is None else ("end_read", [action[1]])
-        refs = state.refs
-        ending: dict[int, int] = {}
-        keys: list[int] = []
-        for key in chunk:
-            left = refs.get(key, IDLE) - ending.get(key, 0)
-            if left > IDLE:
-                keys.append(key)
-                ending[key] = ending.get(key, 0) + 1
+        refs_get = state.refs.get
+        keys = [key for key in group if refs_get(key, IDLE) > IDLE]
         return ("end_read", keys) if keys else None
 
     def _touch_run(self, state: StateView) -> Run | None:
@@ -312,6 +322,8 @@ class ActionSource:
         if random_() < 0.5:
             start = int(random_() * (span - size))
             return ("touch", tuple(range(start, start + size)))
+        if self._key_of_byte:  # one random byte per key, mapped in C
+            return ("touch", tuple(map(self._key_of_byte.__getitem__, self.rng.randbytes(size))))
         return ("touch", tuple([int(random_() * span) for _ in range(size)]))
 
     def _get_run(self, state: StateView) -> Run | None:
@@ -321,16 +333,18 @@ class ActionSource:
         end = min(self.pool + 4, start + SHORTEST + int(random_() * (RUN - SHORTEST + 1)))
         return ("get", list(range(start, end))) if end > start else None
 
-    def _chunk(self, hints: list[int]) -> list[int] | None:
-        """Up to ``RUN`` hints from a random place (removed), or None."""
-        if not hints:
+    def _group(self, groups: list[list[int]]) -> list[int] | None:
+        """A group from a random place (removed), or None."""
+        if not groups:
             return None
-        random_ = self.rng.random
-        start = int(random_() * len(hints))
-        end = start + SHORTEST + int(random_() * (RUN - SHORTEST + 1))
-        chunk = hints[start:end]
-        del hints[start:end]
-        return chunk
+        index = int(self.rng.random() * len(groups))
+        groups[index], groups[-1] = groups[-1], groups[index]
+        return groups.pop()
+
+    def _keep(self, groups: list[list[int]], keys: list[int]) -> None:
+        groups.append(keys)
+        if len(groups) > self.pool:  # stale groups pile up when never taken
+            del groups[: len(groups) // 2]
 
     def _hints(self, hints: list[int], keys: list[int]) -> None:
         hints.extend(keys)
@@ -381,9 +395,3 @@ class ActionSource:
                 if key in idle:
                     return key
         return int(random_() * (pool + 4))
-
-
-def _in_flight(refs: Mapping[int, int], keys: list[int]) -> list[int]:
-    """The keys (each once, in order) whose ref_cnt is -1."""
-    unique = list(dict.fromkeys(keys))
-    return list(compress(unique, map(IN_FLIGHT.__eq__, map(refs.get, unique, repeat(IDLE)))))
