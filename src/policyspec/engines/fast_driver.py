@@ -135,12 +135,18 @@ class Driver:
             raise Difference("BLOCK-NO-WRITE", f"the block of key {k} was written by the policy")
 
     def sweep(self) -> None:
-        """Every present key has its block, and the block its fields."""
-        present = list(self.blocks)
-        reals = list(map(self.real, present))
-        self._observe_held(present, reals, list(self.blocks.values()), "GET-PURE")
-        if any(map(ne, map(_BLOCK_ID, self.blocks.values()), self.ids.values())):
-            for k in present:
+        """Every present key has its block, and the block its fields. The
+        driver's ``blocks`` and ``ids`` and the oracle's ``refs`` gain and
+        lose keys together, so their values line up and compare as lists;
+        only a difference pays for the per-key check that names it."""
+        blocks = self.blocks
+        self.calls += len(blocks)
+        held = blocks.values()
+        if any(map(is_not, map(self.policy.get, map(self.real, blocks)), held)):
+            self._culprit(list(blocks), "GET-PURE")
+        if (list(map(_REF_CNT, held)) != list(self.oracle.refs.values())
+                or list(map(_BLOCK_ID, held)) != list(self.ids.values())):
+            for k in list(blocks):
                 self._block(k)
 
     # -- runs (generate.Run) of one kind, as model.actions.expand spells out

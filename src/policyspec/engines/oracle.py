@@ -12,12 +12,16 @@ is not re-checked here: the engine only sends legal actions.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from policyspec.model.state import IDLE, State
 
 __all__ = ["FastOracle"]
+
+_sink: deque[object] = deque(maxlen=0)
+_consume: Callable[[Iterable[object]], None] = _sink.extend
+"""Runs an iterator to its end in C."""
 
 
 class FastOracle:
@@ -57,10 +61,11 @@ class FastOracle:
         self.idle.pop(key, None)
 
     def touch(self, keys: Sequence[int]) -> None:
+        # Last key first, so the first ends up most recent; keys that are
+        # not idle are skipped. A C-level pass: moving a key does not change
+        # which keys are idle, so filtering as it goes is safe.
         idle = self.idle
-        for key in reversed(keys):
-            if key in idle:
-                idle.move_to_end(key)
+        _consume(map(idle.move_to_end, filter(idle.__contains__, reversed(keys))))
 
     def mark_evictable(self, key: int) -> None:
         self.idle[key] = None
