@@ -109,6 +109,7 @@ def _run_driver(
         handlers, oracle = Driver.HANDLERS, driver.oracle
         runs: list[Run] = []
         record = runs.append
+        trace: list[Action] | None = None
         done = 0
         watch.op = ENGINE
         try:
@@ -135,10 +136,12 @@ def _run_driver(
                 idles += len(oracle.idle)
                 samples += 1
         except Difference as found:
-            _judge(run, subject, profile, capacity, _spelled(runs), found)
+            trace = _spelled(runs)
+            _judge(run, subject, profile, capacity, trace, found)
         except CallTimeout:
+            trace = _spelled(runs)
             message = f"a policy call in {runs[-1]!r} did not return within the time limit"
-            run.add(Finding("API-RETURNS", message, tuple(_spelled(runs)), ENGINE))
+            run.add(Finding("API-RETURNS", message, tuple(trace), ENGINE))
         except Exception as exc:  # the policy raised during a legal call
             trace = _spelled(runs)
             raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: {exc}")
@@ -146,7 +149,8 @@ def _run_driver(
         finally:
             watch.op = None
         run.calls += driver.calls
-        run.steps += sum(kinds.values())
+        # A failing run's actions were not counted: the trace has them all.
+        run.steps += sum(kinds.values()) if trace is None else len(trace)
         run.examples += 1
         _count_checks(run, driver, kinds, exact, profile)
         kinds.clear()

@@ -51,9 +51,10 @@ SHORTEST = 8
 Run = tuple[Any, ...]
 """A run of actions of one kind, compact: ``("insert", keys, ref_cnt)``
 (every key inserted with that ref_cnt); ``(kind, keys)`` for finish_store,
-remove, start_read, end_read and get (one action per key, in order); a
-touch, an evict or a clear is a run of one and is its own action. The fast
-engine works on runs and spells them out only for a failing trace."""
+remove, start_read, end_read and get (one action per key, in order);
+``("touch", keys)``, one action; an evict or a clear is a run of one and is
+its own action. Keys are lists. The fast engine works on runs and spells
+them out only for a failing trace."""
 
 PER_KEY = frozenset({"finish_store", "remove", "start_read", "end_read", "get"})
 """Kinds whose run holds one action per key."""
@@ -66,6 +67,8 @@ def actions_of(run: Run) -> list[Action]:
         return list(zip(repeat("insert"), run[1], repeat(run[2])))
     if kind in PER_KEY:
         return list(zip(repeat(kind), run[1]))
+    if kind == "touch":
+        return [("touch", tuple(run[1]))]
     return [run]
 
 
@@ -237,8 +240,9 @@ class ActionSource:
         return ("clear",)
 
     # -- runs of one kind (draw): a compact Run, or None when the kind does
-    # not fit. Built with C-level helpers (filterfalse, compress, repeat):
-    # the fast engine spends a good part of its time here.
+    # not fit. The fast engine spends a third of its time here: measured
+    # choices between C-level helpers (filterfalse, islice) and list
+    # comprehensions, whichever was faster.
 
     def _insert_run(self, state: StateView) -> Run | None:
         """Absent keys from a random start on (a request's new blocks). When
@@ -319,12 +323,16 @@ class ActionSource:
         # No longer than the key span: a small cache (pool + 4 < RUN) would
         # otherwise start the prefix at a negative key.
         size = int(random_() * (min(RUN, span) + 1))
+        # The keys are a list in the run (a tuple in its action): tuples of
+        # up to 19 items that die in bulk at the end of every example fill
+        # CPython's tuple free lists, a few megabytes held until a full
+        # garbage collection; a list's items are given back at once.
         if random_() < 0.5:
             start = int(random_() * (span - size))
-            return ("touch", tuple(range(start, start + size)))
+            return ("touch", list(range(start, start + size)))
         if self._key_of_byte:  # one random byte per key, mapped in C
-            return ("touch", tuple(map(self._key_of_byte.__getitem__, self.rng.randbytes(size))))
-        return ("touch", tuple([int(random_() * span) for _ in range(size)]))
+            return ("touch", list(map(self._key_of_byte.__getitem__, self.rng.randbytes(size))))
+        return ("touch", [int(random_() * span) for _ in range(size)])
 
     def _get_run(self, state: StateView) -> Run | None:
         """A lookup: get of consecutive keys (a request's prefix)."""
