@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from benchmarks.replay import prepare, replay
 from benchmarks.seed_design_lru import SeedDesignLRU
@@ -79,11 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--workload", default="{}", help="Workload fields, as JSON")
     args = parser.parse_args(argv)
-    fields = json.loads(args.workload)
-    if "prefix_blocks" in fields:
-        fields["prefix_blocks"] = tuple(fields["prefix_blocks"])
-    if "suffix_blocks" in fields:
-        fields["suffix_blocks"] = tuple(fields["suffix_blocks"])
+    # JSON has no tuples: the (low, high) ranges come back as lists.
+    fields: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
+                              for name, value in json.loads(args.workload).items()}
     print(json.dumps(asdict(compare(args.repeats, Workload(**fields)))))
     return 0
 

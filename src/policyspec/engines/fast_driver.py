@@ -119,12 +119,7 @@ class Driver:
         lose keys together, so their values line up and compare as lists;
         only a difference pays for the per-key check that names it."""
         blocks = self.blocks
-        self.calls += len(blocks)
-        get, keys = self.policy.get, self.keys
-        for k, block in blocks.items():
-            got = get(keys[k])
-            if got is not block:
-                self._presence(k, got, "GET-PURE")
+        self._observe(list(blocks), "GET-PURE")
         held = blocks.values()
         if (list(map(_REF_CNT, held)) != list(self.oracle.refs.values())
                 or list(map(_BLOCK_ID, held)) != list(self.ids.values())):
