@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from policyspec.check import BUDGETS, run_check
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.session import BUDGETS, run_check
 from policyspec.subject import subject_from_class
 
 __all__ = ["measure_budget"]

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from policyspec.check import run_check
 from policyspec.engines import ENGINES
 from policyspec.engines.fast import run_fast
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 
 __all__ = ["MemoryUse", "measure_memory"]

@@ -24,10 +24,9 @@ from typing import Any
 import pytest
 
 from policyspec.adapters import subject_for_class
-from policyspec.check import run_check
 from policyspec.engines import ENGINES
 from policyspec.engines.explain import culprit
-from policyspec.engines.replay import failure_of
+from policyspec.engines.reproduce import failure_of
 from policyspec.model import arc_diagnosis
 from policyspec.model.actions import Action
 from policyspec.model.arc import ARCRefinement
@@ -35,6 +34,7 @@ from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.registry import load_registry
 from policyspec.report import Report
+from policyspec.session import run_check
 from policyspec.subject import Subject, subject_from_class
 
 FAULTY = sorted((Path(__file__).parent / "faulty").glob("arc_*.py"))

@@ -46,11 +46,11 @@ from types import ModuleType
 import pytest
 
 from policyspec.adapters import subject_for_class
-from policyspec.check import run_check
 from policyspec.engines import ENGINES
 from policyspec.profiles import get_profile
 from policyspec.registry import load_registry
 from policyspec.report import Report
+from policyspec.session import run_check
 from policyspec.subject import Subject
 
 HERE = Path(__file__).parent

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from policyspec.check import run_check
 from policyspec.engines.cost import CostSettings, Measurement, measure, run_cost
 from policyspec.model import operations as ops
 from policyspec.model.evict import commit_evict
@@ -31,6 +30,7 @@ from policyspec.model.preconditions import (
 from policyspec.model.state import State, is_quiescent, well_formed
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.session import run_check
 from policyspec.subject import Subject, subject_from_class
 
 FAULTY = Path(__file__).parent / "faulty"

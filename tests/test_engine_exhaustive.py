@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from policyspec.check import run_check
 from policyspec.cli import main
 from policyspec.engines import ENGINES
 from policyspec.engines.exhaustive import Bounds, candidate_actions, named, run_exhaustive
@@ -22,6 +21,7 @@ from policyspec.model.actions import Action, expand
 from policyspec.model.state import State
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 
 SMALL = Bounds(depth=3, keys=2)

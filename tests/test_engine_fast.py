@@ -20,10 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policyspec.check import run_check, shard_seed
 from policyspec.cli import main
+from policyspec.engines.action_source import ActionSource, actions_of
 from policyspec.engines.fast import run_fast
-from policyspec.engines.generate import ActionSource
 from policyspec.engines.oracle import FastOracle
 from policyspec.harness import Lockstep
 from policyspec.model import operations as ops
@@ -37,6 +36,7 @@ from policyspec.model.preconditions import (
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
+from policyspec.session import run_check, shard_seed
 from policyspec.strategies import key_lists, keys, protected_sets, states
 from policyspec.subject import Subject, subject_from_class
 
@@ -125,7 +125,8 @@ def test_bursts_and_single_actions_stay_inside_the_caller_contract(seed: int) ->
     source = ActionSource(random.Random(seed), pool=12, capacity=8)
     harness = Lockstep(LRU, get_profile("lru"), 8, observe=False)
     for index in range(400):
-        actions = source.burst(harness.state) if index % 2 else [source.next(harness.state)]
+        state = harness.state
+        actions = actions_of(source.draw(state)) if index % 2 else [source.next(state)]
         for action in actions:
             assert is_legal(harness.state, action), (action, harness.state)
             harness.apply(action)

@@ -19,8 +19,8 @@ from types import ModuleType
 
 import pytest
 
-from policyspec.check import run_check
 from policyspec.profiles import get_profile
+from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 
 HOSTILE = Path(__file__).parent / "hostile"

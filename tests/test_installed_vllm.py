@@ -17,9 +17,9 @@ import sys
 import pytest
 
 from policyspec.adapters import load_subject, standins
-from policyspec.check import run_check
 from policyspec.profiles import get_profile
 from policyspec.report import Report
+from policyspec.session import run_check
 
 LRU = "vllm.v1.kv_offload.cpu.policies.lru"
 ARC = "vllm.v1.kv_offload.cpu.policies.arc"

@@ -13,8 +13,8 @@ import pytest
 
 from policyspec.cli import main
 from policyspec.harness import Lockstep
+from policyspec.lineproto import ChildError, ExecTarget, PolicyError
 from policyspec.profiles import get_profile
-from policyspec.protocol import ChildError, ExecTarget, PolicyError
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = shutil.which("node")

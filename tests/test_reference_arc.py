@@ -14,7 +14,7 @@ from collections.abc import Hashable, Iterable
 
 import pytest
 
-from policyspec.engines.generate import ActionSource
+from policyspec.engines.action_source import ActionSource
 from policyspec.harness import Lockstep
 from policyspec.model.arc import ArcState
 from policyspec.profiles import get_profile

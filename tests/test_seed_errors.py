@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from policyspec.check import run_check
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 
 

@@ -1,9 +1,7 @@
 """The ``policyspec`` command line.
 
-Exit codes (DESIGN.md): 0 conforms / nothing found, 1 does not conform /
-counterexample, 2 could not run (bad target, import error, missing methods,
-bad arguments). Each subcommand lives in ``policyspec.commands.<name>`` and
-registers itself through ``add_parser``.
+Exit codes are in ``policyspec.exits``. Each subcommand lives in
+``policyspec.commands.<name>`` and registers itself through ``add_parser``.
 """
 
 from __future__ import annotations
@@ -13,18 +11,12 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["EXIT_CONFORMS", "EXIT_FAILS", "EXIT_USAGE", "UsageError", "main"]
+from policyspec.exits import EXIT_USAGE, UsageError
 
-EXIT_CONFORMS = 0
-EXIT_FAILS = 1
-EXIT_USAGE = 2
+__all__ = ["main"]
 
 COMMANDS = ("check", "vectors", "replay", "prove")
 """Subcommand modules under policyspec.commands, in help order."""
-
-
-class UsageError(Exception):
-    """A mistake of the user: printed as one line, exit 2."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -9,7 +9,7 @@ core model state and dictates the exact victims.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -161,20 +161,11 @@ def register_profile(profile: Profile) -> Profile:
 
 def get_profile(name: str) -> Profile:
     """The registered profile called ``name``; ValueError names the choices."""
-    _load_builtin_profiles()
     try:
         return PROFILES[name]
     except KeyError:
         choices = ", ".join(sorted(PROFILES))
         raise ValueError(f"unknown profile {name!r} (choose from: {choices})") from None
-
-
-_BUILTIN_LOADERS: list[Callable[[], None]] = []
-
-
-def _load_builtin_profiles() -> None:
-    while _BUILTIN_LOADERS:
-        _BUILTIN_LOADERS.pop()()
 
 
 register_profile(

@@ -36,8 +36,8 @@ def report_for(
     key = (label, profile, budget, seed)
     if key not in _REPORTS:
         from policyspec.adapters import load_subject, subject_for_class
-        from policyspec.check import run_check
         from policyspec.profiles import get_profile
+        from policyspec.session import run_check
 
         subject = load_subject(target) if isinstance(target, str) else subject_for_class(target)
         _REPORTS[key] = run_check(subject, get_profile(profile), budget=budget, seed=seed)

@@ -10,7 +10,7 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from policyspec.cli import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
+from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
 
 __all__ = ["add_parser", "positive_int"]
 
@@ -36,7 +36,7 @@ def _seconds(text: str) -> float:
 
 
 def _budget(text: str) -> str | float:
-    from policyspec.check import BUDGETS
+    from policyspec.session import BUDGETS
 
     if text in BUDGETS:
         return text
@@ -64,8 +64,8 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def add_parser(sub: Any) -> None:
-    from policyspec.check import DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
     from policyspec.engines import ENGINES
+    from policyspec.session import DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
 
     parser = sub.add_parser(
         "check",
@@ -166,9 +166,9 @@ def _terminate(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from policyspec.adapters import TargetError, installed, load_subject
-    from policyspec.check import run_check
     from policyspec.profiles import get_profile
     from policyspec.report import dumps, write_atomic
+    from policyspec.session import run_check
 
     try:
         profile = get_profile(args.profile)
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     exec_target = None
     try:
         if args.exec_command is not None:
-            from policyspec.protocol import ChildError, ExecTarget
+            from policyspec.lineproto import ChildError, ExecTarget
 
             try:
                 limit = args.call_timeout + 2.0 if args.call_timeout > 0 else 3600.0
@@ -204,8 +204,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             subject = load_subject(args.target, stand_in=not args.no_stand_in, api=args.api)
             if args.isolate:
-                from policyspec.protocol import ChildError
-                from policyspec.protocol.isolate import IsolatedTarget
+                from policyspec.lineproto import ChildError
+                from policyspec.lineproto.isolate import IsolatedTarget
 
                 try:
                     limit = args.call_timeout + 2.0 if args.call_timeout > 0 else 3600.0

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from policyspec.cli import EXIT_USAGE, UsageError
+from policyspec.exits import EXIT_USAGE, UsageError
 
 __all__ = ["add_parser", "run"]
 
@@ -56,13 +56,13 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from policyspec.prove.proof_target import ProveUsageError, TargetSpec
     from policyspec.prove.run import (
         DEFAULT_MODEL_BUDGET,
         DEFAULT_TARGET_BUDGET,
         prove_model,
         prove_target,
     )
-    from policyspec.prove.target import ProveUsageError, TargetSpec
 
     if args.model == bool(args.target):
         raise UsageError("give either --model or a TARGET")

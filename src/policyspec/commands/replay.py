@@ -10,13 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from policyspec.cli import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
+from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
 
 __all__ = ["add_parser"]
 
 
 def add_parser(sub: Any) -> None:
-    from policyspec.check import DEFAULT_CALL_TIMEOUT
+    from policyspec.session import DEFAULT_CALL_TIMEOUT
 
     parser = sub.add_parser(
         "replay",
@@ -51,7 +51,7 @@ def _subject(args: argparse.Namespace) -> Iterator[Any]:
     if (args.target is None) == (args.exec_command is None):
         raise UsageError("give a TARGET or --exec COMMAND (exactly one)")
     if args.exec_command is not None:
-        from policyspec.protocol import ChildError, ExecTarget
+        from policyspec.lineproto import ChildError, ExecTarget
 
         limit = args.call_timeout if args.call_timeout > 0 else 3600.0
         try:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from policyspec.cli import EXIT_CONFORMS, EXIT_FAILS, UsageError
+from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, UsageError
 
 __all__ = ["add_parser"]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from policyspec.engines.replay import failure_of
+from policyspec.engines.reproduce import failure_of
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action
 from policyspec.model.evict import eligible

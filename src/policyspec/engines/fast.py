@@ -28,10 +28,10 @@ from collections import Counter
 from collections.abc import Sequence
 from time import monotonic
 
+from policyspec.engines.action_source import ActionSource, Run, actions_of
 from policyspec.engines.fast_driver import Difference, Driver
-from policyspec.engines.generate import ActionSource, Run, actions_of
 from policyspec.engines.minimise import minimise
-from policyspec.engines.replay import fails_with, failure_of
+from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.watchdog import CallTimeout

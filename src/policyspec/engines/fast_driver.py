@@ -22,7 +22,7 @@ from itertools import islice, repeat
 from operator import attrgetter
 from typing import Any, ClassVar
 
-from policyspec.engines.generate import Run
+from policyspec.engines.action_source import Run
 from policyspec.engines.oracle import FastOracle
 from policyspec.model.state import IDLE
 from policyspec.subject import Subject

@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policyspec.engines.generate import ActionSource
+from policyspec.engines.action_source import ActionSource
 from policyspec.engines.minimise import without_key
 from policyspec.engines.render import describe
 from policyspec.engines.result import EngineRun, Finding

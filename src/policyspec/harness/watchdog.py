@@ -1,8 +1,9 @@
 """Per-call time limit: a watchdog thread ends a policy call that does not
 return (API-RETURNS).
 
-The harness marks every policy call (``enter``/``leave``: two attribute
-writes, cheap enough for the fast engine). The watchdog wakes a few times
+The harness marks every policy call by writing ``op`` and ``since`` on
+``current`` before it and clearing ``op`` after it (attribute writes, cheap
+enough for the fast engine). The watchdog wakes a few times
 per limit; when one call has been running for longer than the limit it
 sends SIGALRM to the main thread, whose handler raises ``CallTimeout``
 inside the policy's code. Only available on the main thread of a POSIX

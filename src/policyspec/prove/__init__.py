@@ -18,9 +18,9 @@ from policyspec.prove.abstraction import (
     register_abstraction,
 )
 from policyspec.prove.commute import Divergence, ProofSubject, check_step
-from policyspec.prove.report import ProofReport
+from policyspec.prove.proof_report import ProofReport
+from policyspec.prove.proof_target import ProveUsageError, TargetSpec, load_proof_subject
 from policyspec.prove.run import prove_model, prove_target
-from policyspec.prove.target import ProveUsageError, TargetSpec, load_proof_subject
 
 __all__ = [
     "MODULE_ATTRIBUTE",

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policyspec.engines.replay import failure_of
+from policyspec.engines.reproduce import failure_of
 from policyspec.model.state import State
 from policyspec.prove.calls import parse_call
 from policyspec.prove.canonical import decode
 from policyspec.prove.commute import Divergence, ProofSubject, check_step
+from policyspec.prove.proof_target import TargetSpec
 from policyspec.prove.repro import direct_test, model_test, reaching_trace, trace_test
-from policyspec.prove.target import TargetSpec
 from policyspec.prove.traces import TRACE_KEYS, run_choices
 from policyspec.registry import load_registry
 

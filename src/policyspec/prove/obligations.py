@@ -13,7 +13,7 @@ call and the ``State`` invariant on each construction, which took most of
 the time of every path (measured: about 60%) and proves nothing new here.
 
 The policy under proof is named by environment variables (set by the parent
-process, policyspec.prove.target) and loaded once, at import, before
+process, policyspec.prove.proof_target) and loaded once, at import, before
 CrossHair starts tracing.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 from policyspec.harness import lockstep
 from policyspec.prove.canonical import decode, legal
 from policyspec.prove.commute import ProofSubject, check_step
-from policyspec.prove.target import from_environment
+from policyspec.prove.proof_target import from_environment
 from policyspec.prove.traces import bounded_choices, trace_failure
 from policyspec.registry import load_registry
 

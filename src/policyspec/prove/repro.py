@@ -147,7 +147,7 @@ pre-state through the policy's abstraction pair, as prove did.
 
 from policyspec.model.state import State
 from policyspec.prove.commute import check_step
-from policyspec.prove.target import TargetSpec, load_proof_subject
+from policyspec.prove.proof_target import TargetSpec, load_proof_subject
 
 TARGET = {portable_target(target)!r}
 SPEC = TargetSpec(TARGET, {profile!r}, {abstraction!r}, strict={strict!r})

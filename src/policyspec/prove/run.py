@@ -31,8 +31,8 @@ from policyspec.prove.crosshair_run import (
     run_jobs,
 )
 from policyspec.prove.findings import model_finding, refinement_finding, trace_finding
-from policyspec.prove.report import ObligationResult, ProofReport
-from policyspec.prove.target import ProveUsageError, TargetSpec, load_proof_subject
+from policyspec.prove.proof_report import ObligationResult, ProofReport
+from policyspec.prove.proof_target import ProveUsageError, TargetSpec, load_proof_subject
 from policyspec.prove.traces import TRACE_KEYS, TRACE_STEPS
 
 __all__ = [

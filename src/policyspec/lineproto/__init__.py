@@ -7,8 +7,8 @@ it. ``child`` holds the process and the line exchange, ``remote`` the
 seed-API view of it.
 """
 
-from policyspec.protocol.child import PROTOCOL, Child, ChildError
-from policyspec.protocol.remote import (
+from policyspec.lineproto.child import PROTOCOL, Child, ChildError
+from policyspec.lineproto.remote import (
     KEY_FORMATS,
     ExecTarget,
     PolicyError,

@@ -44,7 +44,7 @@ pressure. A drawn clear happens one time in four."""
 
 _ANY = 1 << 62
 RUN = 32
-"""Most actions one ``burst`` returns."""
+"""Most actions one ``draw`` returns."""
 SHORTEST = 8
 """Fewest actions a run of stores, loads or gets aims at."""
 
@@ -164,10 +164,6 @@ class ActionSource:
             run = table[int(random_() * size)](state)
             if run is not None:
                 return run
-
-    def burst(self, state: StateView) -> list[Action]:
-        """``draw``, as the list of its actions."""
-        return actions_of(self.draw(state))
 
     # -- one maker per kind: an action, or None when the kind does not fit ----
 

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Collection, Hashable, Iterable
 from typing import Any
 
-from policyspec.protocol.child import PROTOCOL, Child, ChildError
+from policyspec.lineproto.child import PROTOCOL, Child, ChildError
 from policyspec.subject import ALL_CAPABILITIES, Subject, offload_key
 
 __all__ = [

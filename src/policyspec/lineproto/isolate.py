@@ -1,5 +1,5 @@
 """``policyspec check --isolate``: the policy under test runs in a child
-process (``policyspec.protocol.serve``) under a memory limit.
+process (``policyspec.lineproto.serve``) under a memory limit.
 
 The checker survives whatever the policy does to its own process; a child
 that dies during a call is reported as API-PROCESS-ALIVE, with the trace.
@@ -13,8 +13,8 @@ import sys
 from typing import Any
 
 from policyspec.harness.failures import ProcessDied
-from policyspec.protocol.child import ChildError
-from policyspec.protocol.remote import ExecTarget
+from policyspec.lineproto.child import ChildError
+from policyspec.lineproto.remote import ExecTarget
 from policyspec.subject import Subject
 
 __all__ = ["DEFAULT_MEMORY_LIMIT_MB", "IsolatedTarget"]
@@ -36,7 +36,7 @@ class IsolatedTarget(ExecTarget):
         memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB,
         timeout: float = 10.0,
     ) -> None:
-        argv = [sys.executable, "-m", "policyspec.protocol.serve", target,
+        argv = [sys.executable, "-m", "policyspec.lineproto.serve", target,
                 "--memory-limit", str(memory_limit_mb)]
         if api:
             argv += ["--api", api]
@@ -55,7 +55,7 @@ class IsolatedTarget(ExecTarget):
             api=loaded.api,
             capabilities=self.subject.capabilities | {"isolated"},
             notes=(*loaded.notes, "isolated: the policy ran in a child process "
-                   "(policyspec.protocol.serve) under a memory limit"),
+                   "(policyspec.lineproto.serve) under a memory limit"),
         )
 
     def ask(self, generation: int, message: dict[str, Any]) -> Any:

@@ -1,5 +1,5 @@
 """The policy side of the line protocol for Python policies:
-``python -m policyspec.protocol.serve TARGET``.
+``python -m policyspec.lineproto.serve TARGET``.
 
 ``policyspec check --isolate`` runs the policy under test through this
 server in a child process, under a memory limit: a policy that calls
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Hashable
 from typing import Any
 
-from policyspec.protocol.child import PROTOCOL
+from policyspec.lineproto.child import PROTOCOL
 
 __all__ = ["main"]
 
@@ -116,7 +116,7 @@ class Server:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m policyspec.protocol.serve")
+    parser = argparse.ArgumentParser(prog="python -m policyspec.lineproto.serve")
     parser.add_argument("target")
     parser.add_argument("--api")
     parser.add_argument("--no-stand-in", action="store_true")

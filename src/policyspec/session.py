@@ -15,7 +15,7 @@ from policyspec.engines import ENGINES, Engine, EngineRun, Finding
 from policyspec.engines.explain import culprit
 from policyspec.engines.minimise import minimise
 from policyspec.engines.render import describe, repro
-from policyspec.engines.replay import fails_with, failure_of
+from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
 from policyspec.harness import Aborted
 from policyspec.harness.watchdog import Watchdog
