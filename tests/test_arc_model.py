@@ -4,21 +4,24 @@ scenarios run on both the model and the reference ARC.
 The golden scenarios (vLLM's ``TestARCPolicy`` and ``test_evict_until``, as
 listed in the project's contract notes, section 4) are written once and run
 on two backends behind a tiny stand-in for vLLM's manager: the model
-(``ARCRefinement`` beside ``policyspec.model.operations``) and
+(the arc profile's ``ProfileModel``, stepped as every engine steps it) and
 ``ARCCachePolicy``. Both must give the same victims and the same T1/T2/B1/B2.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Protocol
+from dataclasses import replace
+from typing import Any, Protocol
 
 import pytest
 
-from policyspec.model import arc, operations
-from policyspec.model.arc import ARCRefinement, ArcState, agrees_with, arc_well_formed
-from policyspec.model.evict import commit_evict, evict_violation
+from policyspec.model import arc
+from policyspec.model.arc import ArcState, agrees_with, arc_well_formed
+from policyspec.model.arc_profile import ARCRefinement
+from policyspec.model.evict import evict_violation
 from policyspec.model.state import IDLE, IN_FLIGHT, State
+from policyspec.model.step import ProfileModel
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
 from policyspec.registry import load_registry
@@ -46,44 +49,49 @@ class Backend(Protocol):
 
 
 class ModelBackend:
-    """The spec: the core state and the ARC state, moved by the pure
-    transitions exactly as an engine moves them."""
+    """The spec: the arc profile's model (core state and ARC state), moved
+    by ``model.step`` exactly as an engine moves it."""
 
     def __init__(self, capacity: int) -> None:
-        self.refinement = ARCRefinement()
-        self.state = State(capacity=capacity)
-        self.arc: ArcState = self.refinement.start(capacity)
+        self.model = ProfileModel.fresh(ARCRefinement(), capacity)
+
+    @property
+    def state(self) -> State:
+        return self.model.state
+
+    @property
+    def arc(self) -> ArcState:
+        arc: ArcState = self.model.ext
+        return arc
+
+    def _step(self, *call: Any) -> None:
+        self.model = self.model.step(call).model
 
     def insert(self, key: int, ref_cnt: int) -> None:
-        self.arc = self.refinement.insert(self.arc, self.state, key, ref_cnt)
-        self.state = operations.insert(self.state, key, ref_cnt)
+        self._step("insert", key, ref_cnt)
 
     def set_ref(self, key: int, ref_cnt: int) -> None:
-        self.state = self.state.copy()
-        self.state.refs[key] = ref_cnt
+        self._step("set_ref", key, ref_cnt)
 
     def mark_evictable(self, key: int) -> None:
-        self.arc = self.refinement.mark_evictable(self.arc, self.state, key)
-        self.state = operations.mark_evictable(self.state, key)
+        self._step("mark_evictable", key)
 
     def mark_non_evictable(self, key: int) -> None:
-        self.arc = self.refinement.mark_non_evictable(self.arc, self.state, key)
-        self.state = operations.mark_non_evictable(self.state, key)
+        self._step("mark_non_evictable", key)
 
     def remove(self, key: int) -> None:
-        self.arc = self.refinement.remove(self.arc, self.state, key)
-        self.state = operations.remove(self.state, key)
+        self._step("remove", key)
 
     def touch(self, keys: Sequence[int]) -> None:
-        self.arc = self.refinement.touch(self.arc, self.state, keys)
-        self.state = operations.touch(self.state, keys)
+        self._step("touch", tuple(keys))
 
     def evict(self, n: int, protected: Collection[int]) -> list[int] | None:
-        self.arc, victims = self.refinement.evict(self.arc, self.state, n, protected)
+        before = self.state
+        step = self.model.step(("evict", n, frozenset(protected)))
+        victims: list[int] | None = step.expected  # type: ignore[assignment]
         # The refinement's choice is always one that core allows.
-        assert evict_violation(self.state, n, protected, victims) is None
-        if victims is not None:
-            self.state = commit_evict(self.state, victims)
+        assert evict_violation(before, n, protected, victims) is None
+        self.model = step.model
         assert arc_well_formed(self.arc) and agrees_with(self.arc, self.state)
         return victims
 
@@ -100,7 +108,8 @@ class ModelBackend:
         return self.arc.target
 
     def set_target(self, target: float) -> None:
-        self.arc = ArcState(*self.lists(), target, self.arc.capacity)
+        arc = ArcState(*self.lists(), target, self.arc.capacity)
+        self.model = replace(self.model, ext=arc)
 
 
 class ReferenceBackend:

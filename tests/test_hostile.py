@@ -80,12 +80,18 @@ def test_interrupted_run_still_writes_a_valid_report(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     child = subprocess.Popen(
         [sys.executable, "-m", "policyspec", "check", "policyspec.reference:LRUCachePolicy",
-         "--budget", "deep", "-q", "--json-report", str(report)],
+         "--budget", "deep", "--json-report", str(report)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
-        time.sleep(6)
+        # Signal once an engine runs (its first progress line), not after a
+        # fixed sleep: on a loaded machine start-up alone can take seconds.
+        assert child.stderr is not None
+        for line in child.stderr:
+            if "running for up to" in line:
+                break
+        time.sleep(1)
         child.send_signal(signal.SIGTERM)
         child.communicate(timeout=120)
     finally:

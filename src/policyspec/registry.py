@@ -14,7 +14,9 @@ from pathlib import Path
 
 __all__ = [
     "LEVELS",
+    "ProfileEntry",
     "Requirement",
+    "load_profile_entries",
     "load_registry",
     "requirements_for",
     "spec_dir",
@@ -42,6 +44,20 @@ class Requirement:
         return self.anchor.split("#", 1)[0]
 
 
+@dataclass(frozen=True)
+class ProfileEntry:
+    """A profile as the registry declares it (the ``[profile]`` table of a
+    requirements file): a new profile is a registry file, a spec page and,
+    for an exact one, the module of its refinement (spec/extending.md)."""
+
+    name: str
+    includes: tuple[str, ...]
+    """Registry profiles whose requirements apply (lru includes core)."""
+    refinement: str | None
+    """``package.module:Class`` of its ``model.step.Refinement``, or None."""
+    description: str
+
+
 def spec_dir() -> Path:
     """spec/ as shipped in the wheel, or the source tree's spec/."""
     packaged = Path(__file__).resolve().parent / "_spec"
@@ -53,12 +69,37 @@ def spec_dir() -> Path:
     raise FileNotFoundError("policyspec: the spec/ directory is missing from this install")
 
 
+def _registry_files() -> list[Path]:
+    return sorted((spec_dir() / "requirements").glob("*.toml"))
+
+
+@cache
+def load_profile_entries() -> dict[str, ProfileEntry]:
+    """Every profile the registry declares, by name."""
+    found: dict[str, ProfileEntry] = {}
+    for path in _registry_files():
+        with path.open("rb") as handle:
+            table = tomllib.load(handle).get("profile")
+        if table is None:
+            continue
+        entry = ProfileEntry(
+            name=str(table["name"]),
+            includes=tuple(str(p) for p in table["includes"]),
+            refinement=str(table["refinement"]) if "refinement" in table else None,
+            description=str(table.get("description", "")),
+        )
+        if entry.name in found:
+            raise ValueError(f"{path.name}: duplicate profile {entry.name}")
+        found[entry.name] = entry
+    return found
+
+
 @cache
 def load_registry() -> dict[str, Requirement]:
     """All requirements by id, in file then declaration order. Raises
     ValueError on a malformed entry or a duplicate id."""
     found: dict[str, Requirement] = {}
-    for path in sorted((spec_dir() / "requirements").glob("*.toml")):
+    for path in _registry_files():
         with path.open("rb") as handle:
             data = tomllib.load(handle)
         for entry in data.get("requirement", []):

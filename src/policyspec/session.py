@@ -1,26 +1,32 @@
-"""``run_check``: every engine on one subject under one profile, turned into
-a Report. This is what ``policyspec check``, the pytest plugin and the
-conformance modules call.
+"""The one run set-up every front end shares: ``policyspec check``, the
+pytest plugin and ``ConformanceSuite`` all end in ``run_check`` (through
+``check_target`` when they start from a target), so they give the same
+verdict. It owns what lasts for the whole run: the vLLM stand-ins (a policy
+may import ``vllm`` inside a method), the call watchdog, isolation, the
+Hypothesis database and the budget's shares; engines get all of it in one
+``EngineContext``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import cast
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 
-from policyspec.engines import ENGINES, Engine, EngineRun, Finding
+from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
+from policyspec.engines import ENGINES, Engine, EngineContext, EngineRun, Finding
 from policyspec.engines.explain import culprit
 from policyspec.engines.minimise import minimise
 from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
+from policyspec.exits import UsageError
 from policyspec.harness import Aborted
+from policyspec.harness.lockstep import unobservable
 from policyspec.harness.watchdog import Watchdog
-from policyspec.harness.watchdog import current as watch
-from policyspec.profiles import Profile
+from policyspec.profiles import Profile, get_profile
 from policyspec.registry import load_registry, requirements_for
 from policyspec.report import (
     FAIL,
@@ -38,6 +44,8 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CAPACITY",
     "Budget",
+    "CheckOptions",
+    "check_target",
     "run_check",
     "shard_seed",
 ]
@@ -61,28 +69,137 @@ BUDGETS = {
 }
 
 
+@dataclass(frozen=True)
+class CheckOptions:
+    """How to run a check: what every front end maps its options onto."""
+
+    budget: str | float = "standard"
+    seed: int = 0
+    strict: bool = False
+    engines: tuple[str, ...] | None = None
+    """Engines to run by name; None: every default engine."""
+    capacity: int = DEFAULT_CAPACITY
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    shard: tuple[int, int] = (1, 1)
+    hypothesis_db: str | None = None
+    """A directory for Hypothesis's example database: failures found once
+    are replayed first next time (cache it in CI). None: no database."""
+    depth: int | None = None
+    keys: int | None = None
+    symmetry: bool = True
+    """The exhaustive engine's bounds (None: its defaults)."""
+    isolate: bool = False
+    memory_limit_mb: int = 4096
+    api: str | None = None
+    stand_in: bool = True
+
+    def validate(self) -> None:
+        """UsageError, in one line, for options that cannot go together."""
+        if isinstance(self.budget, str) and self.budget not in BUDGETS:
+            raise UsageError(f"unknown budget {self.budget!r} (choose from: "
+                             f"{', '.join(BUDGETS)}, or seconds)")
+        if self.capacity < 1:
+            raise UsageError("--capacity must be at least 1")
+        unknown = [e for e in self.engines or () if e not in ENGINES]
+        if unknown:
+            raise UsageError(f"unknown engine {unknown[0]!r} (choose from: "
+                             f"{', '.join(sorted(ENGINES))})")
+        tuned = self.depth is not None or self.keys is not None or not self.symmetry
+        if tuned and "exhaustive" not in (self.engines or ()):
+            raise UsageError("--depth, --keys and --no-symmetry tune the exhaustive engine: "
+                             "add --engine exhaustive")
+        if self.depth == 0 or self.keys == 0:
+            raise UsageError("--depth and --keys must be at least 1")
+        index, total = self.shard
+        if not 1 <= index <= total:
+            raise UsageError(f"--shard {index}/{total}: expected K/N with 1 <= K <= N")
+
+
+def check_target(
+    target: str | type,
+    profile: str | Profile,
+    options: CheckOptions = CheckOptions(),
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Load ``target`` (``pkg.module:Class``, ``path/to/file.py:Class`` or a
+    class) and check it. TargetError for a target that cannot be loaded,
+    UsageError for bad options or an unknown profile."""
+    options.validate()
+    try:
+        chosen = get_profile(profile) if isinstance(profile, str) else profile
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if isinstance(target, str):
+        subject = load_subject(target, stand_in=options.stand_in, api=options.api)
+    else:
+        if options.isolate:
+            raise UsageError("isolation needs a target the child process can import "
+                             "(pkg.module:Class or file.py:Class), not a class object")
+        subject = subject_for_class(target, api=options.api)
+    with _isolated(target, subject, options) as isolated:
+        return run_check(isolated, chosen, options=options, progress=progress)
+
+
+@contextlib.contextmanager
+def _isolated(target: str | type, subject: Subject, options: CheckOptions) -> Iterator[Subject]:
+    """``subject``, or with ``isolate`` the same target served by a child
+    process under a memory limit (closed when the run ends)."""
+    if not options.isolate or not isinstance(target, str):
+        yield subject
+        return
+    from policyspec.lineproto import ChildError
+    from policyspec.lineproto.isolate import IsolatedTarget
+
+    limit = options.call_timeout + 2.0 if options.call_timeout > 0 else 3600.0
+    try:
+        child = IsolatedTarget(target, api=options.api, stand_in=options.stand_in,
+                               memory_limit_mb=options.memory_limit_mb, timeout=limit)
+    except ChildError as exc:
+        raise TargetError(f"--isolate: the child process did not start: {exc}") from None
+    try:
+        yield child.isolated_subject(subject)
+    finally:
+        child.close()
+
+
 def run_check(
     subject: Subject,
     profile: Profile,
     *,
-    budget: str | float = "standard",
-    seed: int = 0,
-    strict: bool = False,
-    engines: Iterable[str | Engine] | None = None,
-    capacity: int = DEFAULT_CAPACITY,
+    options: CheckOptions | None = None,
     progress: Callable[[str], None] | None = None,
-    call_timeout: float = DEFAULT_CALL_TIMEOUT,
-    shard: tuple[int, int] = (1, 1),
+    budget: str | float | None = None,
+    seed: int | None = None,
+    strict: bool | None = None,
+    engines: Iterable[str] | None = None,
+    capacity: int | None = None,
+    call_timeout: float | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> Report:
-    """Check ``subject`` against ``profile`` and return the report. Engines
-    run in turn, each for its share of the budget; the first MUST failure
-    found by one engine does not stop the others (they look for more).
+    """Check ``subject`` against ``profile`` and return the report. The
+    keywords override ``options`` one by one (library use). Engines run in
+    turn, each for its share of the budget; the first MUST failure found by
+    one engine does not stop the others (they look for more).
     ``shard=(k, n)`` runs the k-th of n deterministic parts of the work:
     engines marked ``shardable`` split their search space by it, the others
     run with the seed ``shard_seed(seed, shard)``."""
+    options = options or CheckOptions()
+    options = replace(
+        options,
+        budget=options.budget if budget is None else budget,
+        seed=options.seed if seed is None else seed,
+        strict=options.strict if strict is None else strict,
+        engines=options.engines if engines is None else tuple(engines),
+        capacity=options.capacity if capacity is None else capacity,
+        call_timeout=options.call_timeout if call_timeout is None else call_timeout,
+        shard=options.shard if shard is None else shard,
+    )
+    options.validate()
     say = progress or (lambda _msg: None)
-    seconds = budget if isinstance(budget, int | float) else BUDGETS[budget].seconds
-    chosen = [ENGINES[e] if isinstance(e, str) else e for e in engines] if engines else [
+    budget_ = options.budget
+    seconds = budget_ if isinstance(budget_, int | float) else BUDGETS[budget_].seconds
+    chosen = [ENGINES[e] for e in options.engines] if options.engines else [
         e for e in ENGINES.values() if e.default
     ]
     chosen = [e for e in chosen if e.applies(profile)]
@@ -90,12 +207,24 @@ def run_check(
     started = time.monotonic()
     runs: list[EngineRun] = []
     interrupted = False
-    with Watchdog(call_timeout) as watchdog:
+    database = None
+    if options.hypothesis_db:
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
+        database = DirectoryBasedExampleDatabase(options.hypothesis_db)
+    standins = installed() if subject.stand_in else contextlib.nullcontext(None)
+    with standins, Watchdog(options.call_timeout) as watchdog:
         try:
             for engine in chosen:
                 share = seconds * engine.share / total_share
                 say(f"{engine.name}: running for up to {share:.0f}s")
-                run = _run_engine(engine, subject, profile, share, seed, capacity, shard)
+                ctx = EngineContext(
+                    subject, profile, share,
+                    options.seed if engine.shardable else shard_seed(options.seed, options.shard),
+                    options.capacity, options.shard, database,
+                    options.depth, options.keys, options.symmetry,
+                )
+                run = _run_engine(engine, ctx)
                 runs.append(run)
                 say(
                     f"{engine.name}: {run.calls} calls, {run.steps} steps, "
@@ -105,12 +234,13 @@ def run_check(
             interrupted = True
             say("interrupted: reporting what ran so far")
         report = _report(
-            subject, profile, runs, seed, strict, capacity, time.monotonic() - started,
-            minimise=not interrupted,
+            subject, profile, runs, options.seed, options.strict, options.capacity,
+            time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
         )
-    if shard != (1, 1):
-        report.stats["shard"] = f"{shard[0]}/{shard[1]}"
-    if not watchdog.enforced and call_timeout > 0:
+    shard_ = options.shard
+    if shard_ != (1, 1):
+        report.stats["shard"] = f"{shard_[0]}/{shard_[1]}"
+    if not watchdog.enforced and options.call_timeout > 0:
         report.notes.append("the call time limit was not enforced (not on the main thread)")
     if interrupted:
         report.verdict = "interrupted"
@@ -128,15 +258,9 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
     return seed * total + index - 1
 
 
-def _run_engine(
-    engine: Engine, subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int,
-    shard: tuple[int, int] = (1, 1),
-) -> EngineRun:
+def _run_engine(engine: Engine, ctx: EngineContext) -> EngineRun:
     try:
-        if engine.shardable:
-            sharded = cast(Callable[..., EngineRun], engine.run)
-            return sharded(subject, profile, seconds, seed, capacity, shard=shard)
-        return engine.run(subject, profile, seconds, shard_seed(seed, shard), capacity)
+        return engine.run(ctx)
     except Aborted as aborted:
         run = EngineRun(engine=engine.name)
         failure = aborted.failure
@@ -146,18 +270,17 @@ def _run_engine(
         return EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
 
 
-def _minimise(subject: Subject, profile: Profile, capacity: int, finding: Finding) -> Finding:
+def _minimise(
+    subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog
+) -> Finding:
     trace = finding.trace
     family = _family(profile, finding.requirement)
     if not finding.shrunk and finding.requirement in ("API-RETURNS", "API-PROCESS-ALIVE"):
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
-        saved, watch.limit = watch.limit, min(watch.limit, 0.5)
-        try:
+        with watchdog.shortened(0.5):
             trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
                            max_tries=40)
-        finally:
-            watch.limit = saved
     elif not finding.shrunk:
         trace = minimise(trace, fails_with(subject, profile, capacity, family))
     requirement, message = finding.requirement, finding.message
@@ -192,10 +315,12 @@ def _report(
     seconds: float,
     *,
     minimise: bool = True,
+    watchdog: Watchdog,
 ) -> Report:
     registry = load_registry()
     checked: Counter[str] = Counter()
     not_applicable: dict[str, str] = {}
+    unseen = unobservable(subject)
     best: dict[str, Finding] = {}
     errors = [f"{r.engine}: {r.error}" for r in runs if r.error]
     for run in runs:
@@ -203,7 +328,7 @@ def _report(
         not_applicable.update(run.not_applicable)
         for finding in run.findings:
             if minimise:
-                finding = _minimise(subject, profile, capacity, finding)
+                finding = _minimise(subject, profile, capacity, finding, watchdog)
             old = best.get(finding.requirement)
             if old is None or len(finding.trace) < len(old.trace):
                 best[finding.requirement] = finding
@@ -219,7 +344,7 @@ def _report(
         elif checked[req.id] > 0:
             status, reason = PASS, ""
         else:
-            status, reason = NOT_TESTED, "no engine exercised it"
+            status, reason = NOT_TESTED, unseen.get(req.id, "no engine exercised it")
         statuses.append(
             RequirementStatus(req.id, req.level, req.profile, req.title, status,
                               checked[req.id], reason)

@@ -77,6 +77,16 @@ class Subject:
     capabilities: frozenset[str] = ALL_CAPABILITIES
     notes: tuple[str, ...] = field(default=())
     """Messages for the report (revision detected, warnings, ...)."""
+    stand_in: bool = True
+    """Install the vLLM stand-ins for the whole run when vLLM is missing
+    (a policy may import ``vllm`` inside a method); False for a target
+    loaded with ``--no-stand-in``."""
+    argument_report: Callable[[], str | None] | None = None
+    """None: the policy lives in this process and the harness compares the
+    argument containers it handed over itself. For a policy in another
+    process, which gets copies: a function giving what that process last
+    reported about its own copies (None: nothing reported; "": unchanged; a
+    sentence: what changed), see spec/protocol.md."""
 
     def has(self, capability: str) -> bool:
         return capability in self.capabilities

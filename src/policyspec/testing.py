@@ -35,12 +35,11 @@ def report_for(
     label = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
     key = (label, profile, budget, seed)
     if key not in _REPORTS:
-        from policyspec.adapters import load_subject, subject_for_class
-        from policyspec.profiles import get_profile
-        from policyspec.session import run_check
+        from policyspec.session import CheckOptions, check_target
 
-        subject = load_subject(target) if isinstance(target, str) else subject_for_class(target)
-        _REPORTS[key] = run_check(subject, get_profile(profile), budget=budget, seed=seed)
+        # The same run set-up as policyspec check (stand-ins for the whole
+        # run, watchdog, ...), hence the same verdict.
+        _REPORTS[key] = check_target(target, profile, CheckOptions(budget=budget, seed=seed))
     return _REPORTS[key]
 
 

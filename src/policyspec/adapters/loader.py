@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from typing import Any
 
 from policyspec.adapters import standins
@@ -54,7 +55,8 @@ def load_subject(
                 notes.append(_placeholder_note(record.names))
         elif standins.vllm_importable() and _uses_vllm(module):
             notes.append("vLLM is installed: the policy ran against its own modules")
-        return _subject(cls, api, target, capacity_probe, notes)
+        subject = _subject(cls, api, target, capacity_probe, notes)
+        return subject if stand_in else replace(subject, stand_in=False)
 
 
 def subject_for_class(cls: type, *, api: str | None = None, capacity_probe: int = 4) -> Subject:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import signal
 import sys
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
 
-__all__ = ["add_parser", "positive_int"]
+if TYPE_CHECKING:
+    from policyspec.profiles import Profile
+    from policyspec.report import Report
+    from policyspec.session import CheckOptions
+
+__all__ = ["add_parser", "options_of", "positive_int"]
 
 
 def positive_int(text: str) -> int:
@@ -137,45 +140,37 @@ def _add_exhaustive_options(parser: argparse.ArgumentParser) -> None:
                        "policies whose behaviour depends on key values or hash order)")
 
 
-def _engines(args: argparse.Namespace) -> list[Any] | None:
-    """The engines chosen, with ``exhaustive`` bound to --depth/--keys."""
-    from policyspec.engines.exhaustive import DEFAULT_BOUNDS, exhaustive_engine
-
-    tuned = args.depth is not None or args.keys is not None or args.no_symmetry
-    if not args.engines or "exhaustive" not in args.engines:
-        if tuned:
-            raise UsageError("--depth, --keys and --no-symmetry tune the exhaustive engine: "
-                             "add --engine exhaustive")
-        chosen: list[str] | None = args.engines
-        return chosen
-    if args.depth == 0 or args.keys == 0:
-        raise UsageError("--depth and --keys must be at least 1")
-    bounds = replace(
-        DEFAULT_BOUNDS,
-        depth=DEFAULT_BOUNDS.depth if args.depth is None else args.depth,
-        keys=DEFAULT_BOUNDS.keys if args.keys is None else args.keys,
-        symmetry=not args.no_symmetry,
-    )
-    return [exhaustive_engine(bounds) if e == "exhaustive" else e for e in args.engines]
-
-
 def _terminate(signum: int, frame: object) -> None:
     # A time limit (SIGTERM) ends the run like Ctrl-C: with a report.
     raise KeyboardInterrupt
 
 
+def options_of(args: argparse.Namespace) -> CheckOptions:
+    """The ``session.CheckOptions`` these command-line options ask for."""
+    from policyspec.session import CheckOptions
+
+    return CheckOptions(
+        budget=args.budget, seed=args.seed, strict=args.strict,
+        engines=tuple(args.engines) if args.engines else None,
+        capacity=args.capacity, call_timeout=args.call_timeout, shard=args.shard,
+        hypothesis_db=args.hypothesis_db, depth=args.depth, keys=args.keys,
+        symmetry=not args.no_symmetry, isolate=args.isolate,
+        memory_limit_mb=args.memory_limit, api=args.api, stand_in=not args.no_stand_in,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    from policyspec.adapters import TargetError, installed, load_subject
+    from policyspec.adapters import TargetError
     from policyspec.profiles import get_profile
     from policyspec.report import dumps, write_atomic
-    from policyspec.session import run_check
+    from policyspec.session import check_target
 
+    options = options_of(args)
+    options.validate()
     try:
         profile = get_profile(args.profile)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.capacity < 1:
-        raise UsageError("--capacity must be at least 1")
     known: tuple[list[Any], list[str]] | None = None
     if args.known_failing:
         from policyspec.known_failing import read_known_failing
@@ -189,68 +184,22 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give a TARGET or --exec COMMAND (exactly one)")
     if args.isolate and args.exec_command is not None:
         raise UsageError("--isolate is for a Python TARGET; --exec already runs in a child")
-    engines = _engines(args)
-    exec_target = None
-    try:
-        if args.exec_command is not None:
-            from policyspec.lineproto import ChildError, ExecTarget
-
-            try:
-                limit = args.call_timeout + 2.0 if args.call_timeout > 0 else 3600.0
-                exec_target = ExecTarget(args.exec_command, keys=args.exec_keys, timeout=limit)
-            except (ChildError, ValueError) as exc:
-                raise TargetError(f"--exec: {exc}") from None
-            subject = exec_target.subject
-        else:
-            subject = load_subject(args.target, stand_in=not args.no_stand_in, api=args.api)
-            if args.isolate:
-                from policyspec.lineproto import ChildError
-                from policyspec.lineproto.isolate import IsolatedTarget
-
-                try:
-                    limit = args.call_timeout + 2.0 if args.call_timeout > 0 else 3600.0
-                    exec_target = IsolatedTarget(
-                        args.target, api=args.api, stand_in=not args.no_stand_in,
-                        memory_limit_mb=args.memory_limit, timeout=limit,
-                    )
-                except ChildError as exc:
-                    raise TargetError(f"--isolate: the child process did not start: {exc}"
-                                      ) from None
-                subject = exec_target.isolated_subject(subject)
-    except TargetError as exc:
-        print(f"policyspec: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
 
     def progress(message: str) -> None:
         if not args.quiet:
             print(f"[policyspec] {message}", file=sys.stderr, flush=True)
 
-    if args.hypothesis_db:
-        from policyspec.engines.stateful import DATABASE_ENV
-
-        os.environ[DATABASE_ENV] = args.hypothesis_db
     previous = signal.signal(signal.SIGTERM, _terminate)
-    # Stand-ins stay available while the policy runs: some policies import
-    # from vllm inside their methods.
-    standins = contextlib.nullcontext() if args.no_stand_in else installed()
     try:
-        with standins:
-            report = run_check(
-                subject,
-                profile,
-                budget=args.budget,
-                seed=args.seed,
-                strict=args.strict,
-                engines=engines,
-                capacity=args.capacity,
-                progress=progress,
-                call_timeout=args.call_timeout,
-                shard=args.shard,
-            )
+        if args.exec_command is not None:
+            report = _check_exec(args, profile, options, progress)
+        else:
+            report = check_target(args.target, profile, options, progress=progress)
+    except TargetError as exc:
+        print(f"policyspec: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if exec_target is not None:
-            exec_target.close()
     if known is not None:
         from policyspec.known_failing import apply_known_failing
 
@@ -265,3 +214,23 @@ def run(args: argparse.Namespace) -> int:
     if report.verdict == "fail":
         return EXIT_FAILS
     return EXIT_USAGE if report.errors and not report.failures else EXIT_FAILS
+
+
+def _check_exec(
+    args: argparse.Namespace, profile: Profile, options: CheckOptions,
+    progress: Callable[[str], None],
+) -> Report:
+    """A policy in any language, behind the line protocol (spec/protocol.md)."""
+    from policyspec.adapters import TargetError
+    from policyspec.lineproto import ChildError, ExecTarget
+    from policyspec.session import run_check
+
+    try:
+        limit = args.call_timeout + 2.0 if args.call_timeout > 0 else 3600.0
+        target = ExecTarget(args.exec_command, keys=args.exec_keys, timeout=limit)
+    except (ChildError, ValueError) as exc:
+        raise TargetError(f"--exec: {exc}") from None
+    try:
+        return run_check(target.subject, profile, options=options, progress=progress)
+    finally:
+        target.close()

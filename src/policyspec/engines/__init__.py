@@ -1,5 +1,6 @@
-"""Checking engines. Each takes a subject, a profile, a time share and a
-seed, and returns an ``EngineRun`` in requirement ids. ``ENGINES`` is the
+"""Checking engines. Each takes an ``EngineContext`` (the subject, the
+profile, its share of the time budget, the seed, and the options of the
+run) and returns an ``EngineRun`` in requirement ids. ``ENGINES`` is the
 registry ``policyspec check`` plans its budget over."""
 
 from __future__ import annotations
@@ -7,11 +8,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from hypothesis.database import ExampleDatabase
+
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
 
-__all__ = ["ENGINES", "Engine", "EngineRun", "Finding", "register_engine"]
+__all__ = ["ENGINES", "Engine", "EngineContext", "EngineRun", "Finding", "register_engine"]
+
+
+@dataclass(frozen=True)
+class EngineContext:
+    """Everything one engine run needs, built once by ``session.run_check``."""
+
+    subject: Subject
+    profile: Profile
+    seconds: float
+    """This engine's share of the budget (engines bounded otherwise ignore it)."""
+    seed: int
+    """The seed of this run (for a shard: ``session.shard_seed``)."""
+    capacity: int
+    shard: tuple[int, int] = (1, 1)
+    """The part of a sharded campaign (engines that are not ``shardable``
+    see it only through ``seed``)."""
+    database: ExampleDatabase | None = None
+    """Hypothesis's example database (``check --hypothesis-db``), or None."""
+    depth: int | None = None
+    keys: int | None = None
+    symmetry: bool = True
+    """The exhaustive engine's bounds (``--depth``, ``--keys``,
+    ``--no-symmetry``); None: its defaults."""
 
 
 @dataclass(frozen=True)
@@ -19,8 +45,7 @@ class Engine:
     """A checking engine and its share of a time budget."""
 
     name: str
-    run: Callable[[Subject, Profile, float, int, int], EngineRun]
-    """(subject, profile, seconds, seed, capacity) -> EngineRun"""
+    run: Callable[[EngineContext], EngineRun]
     share: float
     """Fraction of the budget it gets (shares are normalised)."""
     default: bool = True
@@ -30,8 +55,8 @@ class Engine:
     engine for ``cost`` or ``seed-errors`` requirements); None: always."""
 
     shardable: bool = False
-    """``run`` also takes ``shard=(k, n)`` and checks only its k-th of n
-    parts (``check --shard K/N``)."""
+    """It splits its own search space by ``EngineContext.shard`` (the
+    others get a seed of their own per shard)."""
 
     def applies(self, profile: Profile) -> bool:
         return self.only_for is None or self.only_for in profile.includes
@@ -45,42 +70,48 @@ def register_engine(engine: Engine) -> Engine:
     return engine
 
 
-def _stateful(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
-              ) -> EngineRun:
+def _stateful(ctx: EngineContext) -> EngineRun:
     from policyspec.engines.stateful import policy_machine, run_machine
 
-    machine = policy_machine(subject, profile, capacity=capacity)
-    return run_machine(machine, engine="stateful", seed=seed, seconds=seconds)
+    machine = policy_machine(ctx.subject, ctx.profile, capacity=ctx.capacity)
+    return run_machine(machine, engine="stateful", seed=ctx.seed, seconds=ctx.seconds,
+                       database=ctx.database)
 
 
 register_engine(Engine("stateful", _stateful, 0.5))
 
 
-def _manager(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
-             ) -> EngineRun:
+def _manager(ctx: EngineContext) -> EngineRun:
     from policyspec.engines.manager import run_manager
 
-    return run_manager(subject, profile, seconds, seed, capacity)
+    return run_manager(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
+                       database=ctx.database)
 
 
 register_engine(Engine("manager", _manager, 0.25))
 
 
-def _metamorphic(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
-                 ) -> EngineRun:
+def _metamorphic(ctx: EngineContext) -> EngineRun:
     from policyspec.engines.metamorphic import run_metamorphic
 
-    return run_metamorphic(subject, profile, seconds, seed, capacity)
+    return run_metamorphic(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity)
 
 
 register_engine(Engine("metamorphic", _metamorphic, 0.2))
 
 
-def _exhaustive(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int,
-                shard: tuple[int, int] = (1, 1)) -> EngineRun:
-    from policyspec.engines.exhaustive import run_exhaustive
+def _exhaustive(ctx: EngineContext) -> EngineRun:
+    from dataclasses import replace
 
-    return run_exhaustive(subject, profile, capacity, shard=shard)
+    from policyspec.engines.exhaustive import DEFAULT_BOUNDS, run_exhaustive
+
+    bounds = replace(
+        DEFAULT_BOUNDS,
+        depth=DEFAULT_BOUNDS.depth if ctx.depth is None else ctx.depth,
+        keys=DEFAULT_BOUNDS.keys if ctx.keys is None else ctx.keys,
+        symmetry=ctx.symmetry,
+    )
+    return run_exhaustive(ctx.subject, ctx.profile, ctx.capacity, bounds, ctx.shard)
 
 
 # Not a default engine: it runs when chosen (--engine exhaustive), bounded by
@@ -88,43 +119,39 @@ def _exhaustive(subject: Subject, profile: Profile, seconds: float, seed: int, c
 register_engine(Engine("exhaustive", _exhaustive, 0.5, default=False, shardable=True))
 
 
-def _seed_errors(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
-                 ) -> EngineRun:
+def _seed_errors(ctx: EngineContext) -> EngineRun:
     from policyspec.engines.seed_errors import run_seed_errors
 
-    return run_seed_errors(subject, profile, seconds, seed, capacity)
+    return run_seed_errors(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity)
 
 
 register_engine(Engine("seed-errors", _seed_errors, 0.01, only_for="seed-errors"))
 
 
-def _fast(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
-          ) -> EngineRun:
+def _fast(ctx: EngineContext) -> EngineRun:
     from policyspec.engines.fast import run_fast
 
-    return run_fast(subject, profile, seconds, seed, capacity)
+    return run_fast(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity)
 
 
 register_engine(Engine("fast", _fast, 0.15))
 
 
-def _cost(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
-          ) -> EngineRun:
+def _cost(ctx: EngineContext) -> EngineRun:
     from policyspec.engines.cost import run_cost
 
-    return run_cost(subject, profile, seconds, seed, capacity)
+    return run_cost(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity)
 
 
 # Measures fixed sizes (a verdict needs the full separation), whatever its share.
 register_engine(Engine("cost", _cost, 0.1, only_for="cost"))
 
 
-def _evict_linear(requirement: str) -> Callable[[Subject, Profile, float, int, int], EngineRun]:
-    def run(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
-            ) -> EngineRun:
+def _evict_linear(requirement: str) -> Callable[[EngineContext], EngineRun]:
+    def run(ctx: EngineContext) -> EngineRun:
         from policyspec.engines.evict_linear import run_evict_linear
 
-        return run_evict_linear(subject, profile, seconds, seed, capacity,
+        return run_evict_linear(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
                                 requirement=requirement)
 
     return run

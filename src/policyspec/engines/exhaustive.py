@@ -22,7 +22,6 @@ import zlib
 from dataclasses import dataclass
 from itertools import combinations
 
-from policyspec.engines import Engine
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.engines.snapshot import fork
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
@@ -35,7 +34,6 @@ __all__ = [
     "DEFAULT_BOUNDS",
     "Bounds",
     "candidate_actions",
-    "exhaustive_engine",
     "run_exhaustive",
     "split_depth",
 ]
@@ -335,14 +333,3 @@ def run_exhaustive(
         search.run.add(Finding(hung.requirement, hung.message, hung.trace, "exhaustive",
                                shrunk=True))
     return search.finish(time.monotonic() - started)
-
-
-def exhaustive_engine(bounds: Bounds = DEFAULT_BOUNDS) -> Engine:
-    """The engine ``check --engine exhaustive`` runs, with these bounds. It
-    takes run_check's ``shard`` and ignores the time budget."""
-
-    def run(subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int,
-            shard: tuple[int, int] = (1, 1)) -> EngineRun:
-        return run_exhaustive(subject, profile, capacity, bounds, shard)
-
-    return Engine("exhaustive", run, 0.5, default=False, shardable=True)

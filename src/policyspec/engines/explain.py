@@ -11,7 +11,7 @@ order (evict(i) for every i, each on its own replay, compared as sets) and
 the first prefix whose order differs names its last operation through
 ``refinement.culprit`` (or MARK-EVICTABLE-ELIGIBLE when a key just marked
 is not evictable at all). A refinement that is
-also a ``Diagnosis`` chooses its probes and reads their answers itself
+with a ``diagnosis()`` chooses its probes and reads their answers itself
 (``blame``), and may decline to blame an operation, so that the search
 goes on. A failure that disappears when the harness stops observing through
 ``get`` is a side effect of get (GET-PURE).
@@ -28,7 +28,8 @@ from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
 from policyspec.model.probe import Probe, ProbeResult
 from policyspec.model.state import State
-from policyspec.profiles import Diagnosis, Profile, Refinement
+from policyspec.model.step import Refinement
+from policyspec.profiles import Profile
 from policyspec.subject import Subject
 
 __all__ = ["culprit", "run_probe"]
@@ -46,7 +47,7 @@ def culprit(
         return requirement
     if failure_of(subject, profile, capacity, trace, observe=False) is None:
         return "GET-PURE"
-    diagnosis = refinement if isinstance(refinement, Diagnosis) else _WholeOrder(refinement)
+    diagnosis = refinement.diagnosis() or _WholeOrder(refinement)
     before = Lockstep(subject, profile, capacity, observe=False)
     ext, state = before.ext, before.state.copy()
     previous: list[ProbeResult] = []
@@ -84,7 +85,8 @@ def run_probe(
         harness.run(probe.setup)
     except (ConformanceFailure, Aborted):
         return ProbeResult(probe, None, None, harness.ext, harness.state, broken=True)
-    _, expected = refinement.evict(harness.ext, harness.state, probe.n, probe.protected)
+    expected = harness.model.step(("evict", probe.n, probe.protected)).expected
+    assert expected is None or isinstance(expected, list)
     try:
         got = harness.policy.evict(probe.n, {harness.key(k) for k in probe.protected})
     except Exception:

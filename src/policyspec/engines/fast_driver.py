@@ -17,6 +17,7 @@ commits) stays in ``FastOracle``.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from itertools import islice, repeat
 from operator import attrgetter
@@ -25,6 +26,7 @@ from typing import Any, ClassVar
 from policyspec.engines.action_source import Run
 from policyspec.engines.oracle import FastOracle
 from policyspec.model.state import IDLE
+from policyspec.model.step import Refinement
 from policyspec.subject import Subject
 
 __all__ = ["Difference", "Driver"]
@@ -57,21 +59,32 @@ class Driver:
         capacity: int,
         keys: Sequence[Hashable],
         model_of: dict[Hashable, int],
-        exact: bool,
+        refinement: Refinement | None,
     ) -> None:
+        """``keys``: the real key of each model key the source draws;
+        ``model_of``: back again (a ``KeyMap``'s index); ``refinement``: an
+        exact profile's (one that ``keeps_idle_order``), or None for core."""
         self.policy = subject.build(capacity)
         self.make_block = subject.make_block
         self.has_mark = subject.has("mark")
-        self.exact = exact
+        self.exact = refinement is not None
+        self.order_id = refinement.order_requirement if refinement is not None else ""
+        self.liveness_id = refinement.liveness_requirement if refinement is not None else ""
         self.keys = keys
         self.real = keys.__getitem__
         self.model_of = model_of
         self.oracle = FastOracle(capacity)
         self.blocks: dict[int, Any] = {}
         self.ids: dict[int, int] = {}
+        self.inserted_idle: set[int] = set()
+        """Idle keys inserted idle and not marked since (rare): a victim
+        outside this set became idle through mark_evictable."""
         self.next_id = 0
         self.calls = 0
         self.evicted = self.refused = self.zero = 0
+        self.evict_checks: Counter[str] = Counter()
+        """The ids each eviction's outcome showed (as ``ProfileModel.step``
+        counts them: only what it could have got wrong in that state)."""
 
     # -- checks -------------------------------------------------------------------
 
@@ -146,6 +159,7 @@ class Driver:
         self.calls += len(named)
         if ref == IDLE:  # inserted idle: the most recent idle keys, in order
             self.oracle.idle.update(zip(named, repeat(None)))
+            self.inserted_idle.update(named)
         self._observe_blocks(named, "INSERT-ADDS")
         return len(named)
 
@@ -160,6 +174,8 @@ class Driver:
                 mark(keys[k])
                 idle[k] = None
             self.calls += len(named)
+            if self.inserted_idle:
+                self.inserted_idle.difference_update(named)
         else:
             for k in named:
                 blocks[k].ref_cnt = refs[k] = IDLE
@@ -196,6 +212,7 @@ class Driver:
                     mark(keys[k])
                     self.calls += 1
                 idle[k] = None
+                self.inserted_idle.discard(k)
         self._observe_blocks(named, "MARK-KEEPS-MEMBERSHIP")
         return len(named)
 
@@ -206,6 +223,7 @@ class Driver:
             policy.remove(key)
             self.oracle.remove(k)
             del self.blocks[k], self.ids[k]
+            self.inserted_idle.discard(k)
             got = policy.get(key)
             self.calls += 2
             if got is not None:
@@ -231,29 +249,64 @@ class Driver:
         self.oracle.clear()
         self.blocks.clear()
         self.ids.clear()
+        self.inserted_idle.clear()
         self._observe(gone, "CLEAR-EMPTIES")
         return 1
 
     def evict(self, run: Run) -> int:
         _, n, protected = run
-        result = self.policy.evict(n, set(map(self.real, protected)))
-        self.calls += 1
+        oracle = self.oracle
         if n == 0:
             self.zero += 1
+            self.evict_checks["EVICT-ZERO"] += 1
+        else:
+            self._count_evict(n, protected)
+        result = self.policy.evict(n, set(map(self.real, protected)))
+        self.calls += 1
         if result is None:
             self.refused += 1
             self._refused(n, protected)
             return 1
         victims = self._victims(n, result)
-        if not self.exact or victims != self.oracle.lru_victims(n, protected):
+        if not self.exact or victims != oracle.lru_victims(n, protected):
             self._judge_victims(n, protected, victims)
         self.evicted += 1
-        refs, idle = self.oracle.refs, self.oracle.idle
+        if n:
+            self._count_victims(victims, protected)
+        refs, idle = oracle.refs, oracle.idle
         blocks, ids = self.blocks, self.ids
         for k in victims:  # oracle.commit, and the driver forgets the blocks
             del refs[k], idle[k], blocks[k], ids[k]
+        if self.inserted_idle:
+            self.inserted_idle.difference_update(victims)
         self._observe(victims, "EVICT-REMOVES")
         return 1
+
+    def _count_evict(self, n: int, protected: frozenset[int]) -> None:
+        """The ids whatever this eviction returns will show (the rest is
+        ``_count_victims``, once victims came back)."""
+        checks, oracle = self.evict_checks, self.oracle
+        eligible = oracle.eligible_count(protected)
+        if eligible >= n:
+            checks["EVICT-LIVENESS"] += 1
+        if self.exact:
+            checks[self.order_id] += 1
+            if eligible >= n:
+                checks[self.liveness_id] += 1
+
+    def _count_victims(self, victims: list[int], protected: frozenset[int]) -> None:
+        checks, oracle = self.evict_checks, self.oracle
+        checks["EVICT-EXACT-N"] += 1
+        checks["EVICT-IDLE-ONLY"] += 1
+        if protected and any(k in oracle.idle for k in protected):
+            checks["EVICT-UNPROTECTED"] += 1
+        refs = oracle.refs.values()
+        if min(refs) < IDLE:
+            checks["INSERT-IN-FLIGHT-NOT-ELIGIBLE"] += 1
+        if max(refs) > IDLE:
+            checks["MARK-NON-EVICTABLE-PINS"] += 1
+        if self.has_mark and not self.inserted_idle.issuperset(victims):
+            checks["MARK-EVICTABLE-ELIGIBLE"] += 1
 
     def _victims(self, n: int, result: object) -> list[int]:
         """The model keys of a list result, checking shape, identity and
@@ -285,8 +338,8 @@ class Driver:
         if violation is not None:
             raise Difference(violation, f"evict({n}, {sorted(protected)}) returned {victims}")
         if self.exact:
-            raise Difference("LRU-EVICT-ORDER", f"evict({n}, {sorted(protected)}) returned "
-                         f"{victims}, not {self.oracle.lru_victims(n, protected)}")
+            raise Difference(self.order_id, f"evict({n}, {sorted(protected)}) returned "
+                             f"{victims}, not {self.oracle.lru_victims(n, protected)}")
 
     def _refused(self, n: int, protected: frozenset[int]) -> None:
         """evict returned None: allowed only with too few eligible keys (a
@@ -297,13 +350,10 @@ class Driver:
         if n == 0:
             raise Difference("EVICT-ZERO", "evict(0, ...) returned None")
         if self.exact and oracle.lru_victims(n, protected) is not None:
-            raise Difference("LRU-LIVENESS", f"evict({n}, {sorted(protected)}) returned None")
+            raise Difference(self.liveness_id, f"evict({n}, {sorted(protected)}) returned None")
         self._observe(list(islice(oracle.idle, min(n, 8))), "EVICT-ATOMIC")
         if oracle.eligible_count(protected) >= n:
             raise Difference("EVICT-LIVENESS", f"evict({n}, {sorted(protected)}) returned None")
-
-
-# Requirement ids each kind of action checks in the driver.
 
 
 Driver.HANDLERS = {

@@ -14,16 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from hypothesis import note
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+from hypothesis.database import ExampleDatabase
+from hypothesis.stateful import precondition, rule
 
 from policyspec.engines.result import EngineRun
 from policyspec.engines.stateful import (
+    CheckedMachine,
     MachineStats,
-    PolicyMachine,
     end_example,
     run_machine,
 )
@@ -86,7 +87,7 @@ class ManagerOptions:
     for the manager's checks too."""
 
 
-class ManagerMachine(RuleBasedStateMachine):
+class ManagerMachine(CheckedMachine):
     """vLLM's manager around one policy: an id pool of ``capacity`` ids, an
     idle counter, pending store and load jobs, all driven by requests."""
 
@@ -458,6 +459,7 @@ def run_manager(
     fatal: Callable[[str], bool] | None = None,
     observe: bool = False,
     steps: int = 40,
+    database: ExampleDatabase | None = None,
 ) -> EngineRun:
     """The manager engine: run the machine for ``seconds`` (Engine.run signature)."""
     machine = manager_machine(subject, profile, capacity=capacity, observe=observe, fatal=fatal)
@@ -466,6 +468,7 @@ def run_manager(
     # replay through the policy-level harness does not see them), so its
     # result is kept, and its shrinking gets the engine's time (at least 2 s).
     return run_machine(
-        cast("type[PolicyMachine]", machine), engine="manager", seed=seed, seconds=seconds,
+        machine, engine="manager", seed=seed, seconds=seconds,
         steps=steps, chunk=10, shrink_seconds=max(2.0, seconds), keep_cut=True,
+        database=database,
     )

@@ -9,16 +9,17 @@ that must fail (EVICT-ATOMIC), and running after ``clear()`` instead of on a
 fresh instance (CLEAR-FRESH). The engine draws a legal sequence S for this
 very policy, probes determinism (S twice), then replays each transformed
 sequence and compares the results of S's steps; a difference is shrunk and
-reported under the relation's requirement id. Replays use a lean runner (the
-manager's calls and ref_cnt writes, no model) for speed.
+reported under the relation's requirement id. Replays use a lean runner:
+the manager's calls and ref_cnt writes, the core model stepped on the
+policy's answers, and no checks (the outputs are what is compared).
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from policyspec.engines.action_source import ActionSource
@@ -29,9 +30,11 @@ from policyspec.engines.shrink import shrink
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
+from policyspec.keymap import KeyMap
 from policyspec.model.actions import Action, expand, is_legal
 from policyspec.model.evict import evict_violation
 from policyspec.model.state import IDLE, State
+from policyspec.model.step import ProfileModel
 from policyspec.profiles import Profile, get_profile
 from policyspec.subject import Subject
 
@@ -64,29 +67,10 @@ class Step:
     refs: Mapping[int, int] | None = None
 
 
-@dataclass
-class _Keys:
-    """Real keys made once per engine run and shared by every replay."""
-
-    subject: Subject
-    real: dict[int, Hashable] = field(default_factory=dict)
-    model: dict[Hashable, int] = field(default_factory=dict)
-
-    def __call__(self, k: int) -> Hashable:
-        real = self.real.get(k)
-        if real is None:
-            real = self.subject.make_key(k)
-            self.real[k] = real
-            self.model[real] = k
-        return real
-
-    def back(self, real: object) -> int | str:
-        """The model key of a real key the policy returned ("?..." if unknown)."""
-        try:
-            k = self.model.get(real)
-        except TypeError:  # unhashable
-            k = None
-        return f"?{real!r}" if k is None else k
+def _back(keys: KeyMap, real: object) -> int | str:
+    """The model key of a real key the policy returned ("?..." if unknown)."""
+    k = keys.model(real)
+    return f"?{real!r}" if k is None else k
 
 
 @dataclass
@@ -99,18 +83,25 @@ class _Result:
 
 
 class _Runner:
-    """Replays actions on a fresh policy as the manager would: expands each
-    action, writes ref_cnt, calls the policy directly. No model, no checks."""
+    """Replays actions on a fresh policy as the manager would: each action's
+    calls and writes (``model.actions.expand``) go to the policy and, with
+    what it answered, to the core model (``model.step``), which keeps the
+    caller contract's state. Nothing is judged here: the outputs are
+    compared between sequences."""
 
-    def __init__(self, subject: Subject, capacity: int, keys: _Keys) -> None:
+    def __init__(self, subject: Subject, capacity: int, keys: KeyMap) -> None:
         self.subject = subject
         self.policy = subject.build(capacity)
-        self.state = State(capacity=capacity)
+        self.model = ProfileModel.fresh(None, capacity)
         self.blocks: dict[int, Any] = {}
         self.keys = keys
         self.has_mark = subject.has("mark")
         self.next_id = 0
         self.calls = 0
+
+    @property
+    def state(self) -> State:
+        return self.model.state
 
     def step(self, action: Action) -> Output:
         out: Output = None
@@ -131,42 +122,58 @@ class _Runner:
             watch.op = None
 
     def _primitive(self, call: Action) -> Output:
-        op, refs, key = call[0], self.state.refs, self.keys
+        op, real = call[0], self.keys.real
+        ok, out = True, None
+        observed: object = None
         if op == "set_ref":
             self.blocks[call[1]].ref_cnt = call[2]
-            refs[call[1]] = call[2]
-            return None
-        if op == "insert":
-            k, ref = call[1], call[2]
-            block = self.subject.make_block(ref, self.next_id)
+        elif op == "insert":
+            block = self.subject.make_block(call[2], self.next_id)
             self.next_id += 1
-            ok, out = self._call(op, self.policy.insert, key(k), block)
+            ok, out = self._call(op, self.policy.insert, real(call[1]), block)
             if ok:
-                refs[k], self.blocks[k] = ref, block
-            return None if ok else out
-        if op == "get":
-            ok, out = self._call(op, self.policy.get, key(call[1]))
+                self.blocks[call[1]] = block
+        elif op == "get":
+            ok, out = self._call(op, self.policy.get, real(call[1]))
             return (out is not None) if ok else out
-        if op == "evict":
-            ok, out = self._call(op, self.policy.evict, call[1], {key(k) for k in call[2]})
-            return self._victims(out) if ok else out
-        if op == "touch":
-            ok, out = self._call(op, self.policy.touch, [key(k) for k in call[1]])
+        elif op == "evict":
+            ok, out = self._call(op, self.policy.evict, call[1], {real(k) for k in call[2]})
+            if not ok:
+                return out
+            out = self._victims(out)
+            observed = list(out) if isinstance(out, tuple) else None
+        elif op == "touch":
+            ok, out = self._call(op, self.policy.touch, [real(k) for k in call[1]])
         elif op == "remove":
-            ok, out = self._call(op, self.policy.remove, key(call[1]))
+            ok, out = self._call(op, self.policy.remove, real(call[1]))
             if ok:
-                refs.pop(call[1], None)
                 self.blocks.pop(call[1], None)
         elif op == "clear":
             ok, out = self._call(op, self.policy.clear)
             if ok:
-                refs.clear()
                 self.blocks.clear()
         elif self.has_mark:  # mark_evictable / mark_non_evictable
-            ok, out = self._call(op, getattr(self.policy, op), key(call[1]))
-        else:
-            ok, out = True, None
+            ok, out = self._call(op, getattr(self.policy, op), real(call[1]))
+        if ok:
+            self._advance(call, observed)
+        if op == "evict":
+            return out
         return None if ok else out
+
+    def _advance(self, call: Action, observed: object) -> None:
+        """Move the model by ``call`` as the policy answered it. An eviction
+        whose victims core forbids leaves the model where it was (the
+        outputs already differ, which is what the engine looks at)."""
+        if call[0] != "evict":
+            self.model = self.model.step(call).model
+            return
+        if observed is not None and not all(isinstance(k, int) for k in observed):  # type: ignore[attr-defined]
+            return
+        step = self.model.step(call, observed)
+        if step.violation in (None, "EVICT-LIVENESS"):
+            self.model = step.model
+            for k in observed or ():  # type: ignore[attr-defined]
+                self.blocks.pop(k, None)
 
     def _victims(self, result: object) -> Output:
         if result is None:
@@ -177,18 +184,14 @@ class _Runner:
         for item in result:
             if not (isinstance(item, tuple) and len(item) == 2):
                 return f"a list holding a {type(item).__name__}, not a (key, block) pair"
-            k = self.keys.back(item[0])
-            victims.append(k)
-            if isinstance(k, int):
-                self.state.refs.pop(k, None)
-                self.blocks.pop(k, None)
+            victims.append(_back(self.keys, item[0]))
         return tuple(victims)
 
 
 def replay(
     subject: Subject,
     capacity: int,
-    keys: _Keys,
+    keys: KeyMap,
     steps: Sequence[Step],
     *,
     baseline: Sequence[Output] | None = None,
@@ -350,7 +353,7 @@ class _Difference:
 class _Judge:
     """Runs one relation on sequences of one subject."""
 
-    def __init__(self, subject: Subject, capacity: int, keys: _Keys) -> None:
+    def __init__(self, subject: Subject, capacity: int, keys: KeyMap) -> None:
         self.subject = subject
         self.capacity = capacity
         self.keys = keys
@@ -472,7 +475,7 @@ def run_metamorphic(
     the number of sequences S (for runs that must not depend on speed)."""
     run = EngineRun(engine="metamorphic")
     started = time.monotonic()
-    keys = _Keys(subject)
+    keys = KeyMap(subject.make_key)
     judge = _Judge(subject, capacity, keys)
     relations = [r for r in RELATIONS if r.needs is None or subject.has(r.needs)]
     pending = list(relations)

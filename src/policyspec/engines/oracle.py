@@ -1,13 +1,14 @@
-"""A fast, mutable oracle: the model's state and transitions, in place.
+"""A fast, mutable oracle: the core model's state, changed in place.
 
-The pure model (``policyspec.model.operations``) copies its state on every
-step, which is right for a specification and for CrossHair but costs the
-fast engine more than the policy under test does. ``FastOracle`` holds the
-same state (``refs``: ref_cnt per present key; ``idle``: idle keys, least
-recent first) and changes it in place in O(1) per key, with ``idle`` an
-OrderedDict. It must agree with the pure model on every legal sequence;
-tests/test_engine_fast.py checks that with Hypothesis. The caller contract
-is not re-checked here: the engine only sends legal actions.
+The pure model (``policyspec.model.step``) copies its state on every step,
+which is right for a specification and for CrossHair but costs the fast
+engine more than the policy under test does. ``FastOracle`` holds the same
+state (``refs``: ref_cnt per present key; ``idle``: idle keys, least recent
+first, an OrderedDict) and changes it in O(1) per key. Its ``step`` is the
+model's interface (``ProfileModel.step``), in place; the fast driver makes
+the same changes inline, and tests/test_engine_fast.py checks the driver
+against the pure model on the same runs. Its idle order is the seed LRU's,
+so it is exact for a refinement that ``keeps_idle_order``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Iterable, Sequence
 
+from policyspec.model.actions import Primitive
 from policyspec.model.state import IDLE, State
+from policyspec.model.step import PREDICT, Step
 
 __all__ = ["FastOracle"]
 
@@ -34,27 +37,49 @@ class FastOracle:
         self.refs: dict[int, int] = {}
         self.idle: OrderedDict[int, None] = OrderedDict()
 
-    @classmethod
-    def of(cls, state: State) -> FastOracle:
-        """An oracle holding ``state`` (which it does not share)."""
-        oracle = cls(state.capacity)
-        oracle.refs.update(state.refs)
-        oracle.idle.update(dict.fromkeys(state.idle))
-        return oracle
-
     def to_state(self) -> State:
         """The equal pure-model state (for tests and diagnostics)."""
         return State(dict(self.refs), list(self.idle), self.capacity)
 
-    # -- the operations (operations.py), in place ------------------------------
+    # -- the model's interface, in place -----------------------------------------
 
-    def get(self, key: int) -> bool:
-        return key in self.refs
+    def step(self, call: Primitive, observed: object = PREDICT) -> Step[FastOracle]:
+        """``ProfileModel.step`` of the core (or seed-LRU) model, changing
+        this oracle; ``Step.model`` is the oracle itself. Only the outcome
+        is judged here; which ids a call showed is the driver's count."""
+        op = call[0]
+        refs, idle = self.refs, self.idle
+        if op == "get":
+            return Step(self, call[1] in refs, True, None, ())
+        if op == "evict":
+            n, protected = call[1], call[2]
+            expected = self.lru_victims(n, protected)
+            victims = expected if observed is PREDICT else observed
+            violation = None
+            if observed is not PREDICT:
+                violation = self.evict_violation(n, protected, victims)  # type: ignore[arg-type]
+            if violation in (None, "EVICT-LIVENESS") and victims:
+                self.commit(victims)  # type: ignore[arg-type]
+            return Step(self, expected, False, violation, ())
+        if op == "set_ref":
+            refs[call[1]] = call[2]
+        elif op == "insert":
+            refs[call[1]] = call[2]
+            if call[2] == IDLE:
+                idle[call[1]] = None
+        elif op == "remove":
+            self.remove(call[1])
+        elif op == "touch":
+            self.touch(call[1])
+        elif op == "mark_evictable":
+            idle[call[1]] = None
+        elif op == "mark_non_evictable":
+            del idle[call[1]]
+        elif op == "clear":
+            self.clear()
+        return Step(self, None, True, None, ())
 
-    def insert(self, key: int, ref_cnt: int) -> None:
-        self.refs[key] = ref_cnt
-        if ref_cnt == IDLE:
-            self.idle[key] = None
+    # -- what the driver calls ------------------------------------------------------
 
     def remove(self, key: int) -> None:
         del self.refs[key]
@@ -67,28 +92,16 @@ class FastOracle:
         idle = self.idle
         _consume(map(idle.move_to_end, filter(idle.__contains__, reversed(keys))))
 
-    def mark_evictable(self, key: int) -> None:
-        self.idle[key] = None
-
-    def mark_non_evictable(self, key: int) -> None:
-        del self.idle[key]
-
-    def set_ref(self, key: int, ref_cnt: int) -> None:
-        """The manager's write of ref_cnt (not a policy call)."""
-        self.refs[key] = ref_cnt
-
-    def evict(self, n: int, protected: Collection[int]) -> list[int] | None:
-        """The lru choice, committed: ``operations.evict`` in place."""
-        victims = self.lru_victims(n, protected)
-        if victims:
-            self.commit(victims)
-        return victims
-
     def clear(self) -> None:
         self.refs.clear()
         self.idle.clear()
 
-    # -- what evict may return (evict.py) ------------------------------------
+    def commit(self, victims: Sequence[int]) -> None:
+        """``evict.commit_evict`` in place: the victims are gone."""
+        refs, idle = self.refs, self.idle
+        for key in victims:
+            del refs[key]
+            del idle[key]
 
     def lru_victims(self, n: int, protected: Collection[int]) -> list[int] | None:
         """``evict.lru_victims``: the first n idle keys not in ``protected``,
@@ -136,10 +149,3 @@ class FastOracle:
             if refs.get(key) != IDLE or key not in idle:
                 return "EVICT-IDLE-ONLY"
         return None
-
-    def commit(self, victims: Sequence[int]) -> None:
-        """``evict.commit_evict`` in place: the victims are gone."""
-        refs, idle = self.refs, self.idle
-        for key in victims:
-            del refs[key]
-            del idle[key]

@@ -92,11 +92,12 @@ def clone(x: Any, memo: dict[int, Any]) -> Any:
 # every branch agrees on) and those it must copy. A harness with an attribute
 # in neither set is deep-copied whole: slower, still right.
 _SHARED = frozenset({
-    "subject", "profile", "capacity", "observe", "fatal", "refinement", "has_mark",
-    "has_clear", "allocator", "_real", "_model", "_next_block_id", "calls",
+    "subject", "profile", "capacity", "observe", "fatal", "has_mark", "isolated",
+    "has_clear", "allocator", "keys", "_next_block_id", "calls",
+    "model",  # immutable: every step makes a new one
 })
 _COPIED = frozenset({
-    "policy", "blocks", "_given", "last_evict", "ext", "state", "written", "known", "trace",
+    "policy", "blocks", "_given", "last_evict", "written", "known", "trace",
     "soft", "checked",
 })
 
@@ -109,14 +110,13 @@ def fork(h: Lockstep) -> Lockstep:
     if set(vars(h)) - _SHARED - _COPIED:
         memo: dict[int, Any] = {
             id(x): x
-            for x in (h.subject, h.profile, h.refinement, h.fatal, h._real, h._model)
+            for x in (h.subject, h.profile, h.fatal, h.keys, h.model)
         }
         return copy.deepcopy(h, memo)
     new = copy.copy(h)
-    new.policy, new.blocks, new._given, new.last_evict, new.ext = clone(
-        (h.policy, h.blocks, h._given, h.last_evict, h.ext), {}
+    new.policy, new.blocks, new._given, new.last_evict = clone(
+        (h.policy, h.blocks, h._given, h.last_evict), {}
     )
-    new.state = h.state.copy()
     new.written = dict(h.written)
     new.known = set(h.known)
     new.trace = list(h.trace)

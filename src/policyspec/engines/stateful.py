@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import math
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -22,7 +21,7 @@ from typing import Any, ClassVar
 from hypothesis import HealthCheck, Phase, Verbosity, note, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.database import ExampleDatabase
 from hypothesis.internal.conjecture import engine as conjecture_engine
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -40,19 +39,13 @@ from policyspec.profiles import Profile
 from policyspec.subject import Subject
 
 __all__ = [
-    "DATABASE_ENV",
+    "CheckedMachine",
     "MachineStats",
     "PolicyMachine",
     "end_example",
     "policy_machine",
     "run_machine",
 ]
-
-DATABASE_ENV = "POLICYSPEC_HYPOTHESIS_DB"
-"""A directory for Hypothesis's example database (``check --hypothesis-db``):
-failures found once are replayed first next time, e.g. from a CI cache.
-Unset: no database, so a seed alone decides a run."""
-
 
 GC_EVERY = 8
 """Examples between two full garbage collections (``_collect_garbage``)."""
@@ -92,7 +85,14 @@ class MachineStats:
     soft: list[ConformanceFailure] = field(default_factory=list)
 
 
-class PolicyMachine(RuleBasedStateMachine):
+class CheckedMachine(RuleBasedStateMachine):
+    """A state machine ``run_machine`` can run: its class counts examples,
+    calls and checks in ``stats`` (the policy machine and the manager's)."""
+
+    stats: ClassVar[MachineStats]
+
+
+class PolicyMachine(CheckedMachine):
     """Drives one policy through caller actions at the policy API level."""
 
     subject: ClassVar[Subject]
@@ -266,7 +266,7 @@ def policy_machine(
 
 
 def run_machine(
-    machine: type[PolicyMachine],
+    machine: type[CheckedMachine],
     *,
     engine: str,
     seed: int,
@@ -291,8 +291,6 @@ def run_machine(
     more examples ran per second."""
     result = EngineRun(engine=engine)
     started = time.monotonic()
-    if database is None and os.environ.get(DATABASE_ENV):
-        database = DirectoryBasedExampleDatabase(os.environ[DATABASE_ENV])
     index = 0
     while True:
         test = get_state_machine_test(

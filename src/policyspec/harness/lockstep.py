@@ -1,10 +1,13 @@
-"""The lockstep harness: one policy and the model, driven side by side.
+"""The lockstep harness: one policy and its profile's model, side by side.
 
-The harness plays vLLM's manager: it owns the block objects, writes ref_cnt
-as the manager does, and only makes calls the caller contract allows (the
-model's predicates decide). After every call it compares everything
-observable with the model and raises a ``ConformanceFailure`` naming the
-requirement broken.
+The harness plays vLLM's manager: it owns the block objects, writes
+``ref_cnt`` as the manager does, and only makes calls the caller contract
+allows (the model's predicates decide). Every call goes to the policy and,
+with what the policy answered, to the model (``model.step``): the model
+says what the spec allows and which requirements the call showed. After
+every call the harness also compares what only it can see (block fields,
+presence through ``get``, the argument containers) and raises a
+``ConformanceFailure`` naming the requirement broken.
 """
 
 from __future__ import annotations
@@ -23,15 +26,15 @@ from policyspec.harness.failures import (
 )
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as _watch
-from policyspec.model import operations as ops
+from policyspec.keymap import KeyMap
 from policyspec.model.actions import Action, Primitive, expand, is_legal
-from policyspec.model.evict import commit_evict, evict_violation
 from policyspec.model.state import State
+from policyspec.model.step import ProfileModel
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
-__all__ = ["Lockstep"]
+__all__ = ["Lockstep", "unobservable"]
 
 # Which requirement a presence change breaks, by the call that made it.
 _PRESENCE_REQ = {
@@ -46,8 +49,25 @@ _PRESENCE_REQ = {
 }
 
 
+def unobservable(subject: Subject) -> dict[str, str]:
+    """Requirements no call on ``subject`` can show, with the reason and
+    how to cover them: the report gives them as NOT TESTED with that text."""
+    out: dict[str, str] = {}
+    if not subject.has("isolated"):
+        out["API-PROCESS-ALIVE"] = (
+            "the policy ran in the checker's own process, where a crash would end the "
+            "check; run policyspec check --isolate to cover it"
+        )
+    if subject.argument_report is not None and not subject.has("isolated"):
+        out["API-ARGS-UNCHANGED"] = (
+            "the policy runs in another process that does not report whether it changed "
+            "the keys or protected it was given (spec/protocol.md, field args)"
+        )
+    return out
+
+
 class Lockstep:
-    """Drives ``subject`` and the model through caller actions.
+    """Drives ``subject`` and its profile's model through caller actions.
 
     ``observe`` (default on) checks the presence of every key seen so far
     through ``get`` after each call; engines that need raw speed turn it off
@@ -71,13 +91,12 @@ class Lockstep:
         self.observe = observe
         registry = load_registry()
         self.fatal = fatal or (lambda rid: registry[rid].level == "MUST")
-        self.refinement = profile.refinement
-        self.ext: Any = self.refinement.start(capacity) if self.refinement else None
-        self.state = State(capacity=capacity)
+        self.model: ProfileModel = profile.model(capacity)
         self.policy = subject.build(capacity)
         self.has_mark = subject.has("mark")
         self.has_clear = subject.has("clear")
         self.isolated = subject.has("isolated")
+        self.keys = KeyMap(subject.make_key)
         self.blocks: dict[int, Any] = {}
         self.written: dict[int, tuple[int, int]] = {}
         self.known: set[int] = set()
@@ -85,8 +104,6 @@ class Lockstep:
         self.soft: list[ConformanceFailure] = []
         self.checked: Counter[str] = Counter()
         self.calls = 0
-        self._real: dict[int, Hashable] = {}
-        self._model: dict[Hashable, int] = {}
         self._next_block_id = 0
         self.allocator: Callable[[int], int] | None = None
         """Where insert takes a new block's id (called with the model key);
@@ -98,35 +115,27 @@ class Lockstep:
         it as vLLM's manager would, whatever the checks made of it."""
         self._given: deque[tuple[str, Any, Any]] = deque(maxlen=16)
 
+    # -- the model ----------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        """The core model state (present keys, ref counts, idle keys)."""
+        return self.model.state
+
+    @property
+    def ext(self) -> Any:
+        """The refinement's state (None under core)."""
+        return self.model.ext
+
     # -- keys ---------------------------------------------------------------
 
     def key(self, k: int) -> Hashable:
         """The real key for model key ``k`` (made once, then reused)."""
-        real = self._real.get(k)
-        if real is None:
-            real = self.subject.make_key(k)
-            self._real[k] = real
-            self._model[real] = k
-        return real
+        return self.keys.real(k)
 
     def model_key(self, real: object) -> int | None:
         """The model key of a real key, or None for a key never handed out."""
-        try:
-            return self._model.get(real)
-        except TypeError:  # unhashable
-            return None
-
-    def _show(self, value: object) -> str:
-        """An argument as the report shows it: real keys by their model
-        number (``key 3``), containers of keys as model numbers too."""
-        if isinstance(value, list | tuple | set | frozenset):
-            numbers = [self.model_key(v) for v in value]
-            if all(n is not None for n in numbers):
-                shown = ", ".join(str(n) for n in (sorted(numbers) if isinstance(  # type: ignore[type-var]
-                    value, set | frozenset) else numbers))
-                return "{" + shown + "}" if isinstance(value, set | frozenset) else f"[{shown}]"
-        number = self.model_key(value)
-        return f"key {number}" if number is not None else repr(value)
+        return self.keys.model(real)
 
     # -- driving ------------------------------------------------------------
 
@@ -154,6 +163,20 @@ class Lockstep:
         if all(f.requirement != requirement for f in self.soft):
             self.soft.append(failure)
 
+    def _step(self, call: Primitive, observed: object = None) -> None:
+        """Move the model; count what the call showed; a violation fails."""
+        step = self.model.step(call, observed) if call[0] == "evict" else self.model.step(call)
+        self.checked.update(step.exercised)
+        if step.violation is not None:
+            n, protected = call[1], call[2]
+            self._fail(step.violation, _evict_message(
+                step.violation, self.profile.name, n, protected, observed, step.expected,
+                self.state,
+            ))  # raises when the requirement is fatal
+            if step.violation != "EVICT-LIVENESS":
+                raise _Stop  # a soft failure the model cannot follow
+        self.model = step.model
+
     def _call(self, op: str, method: Callable[..., Any], *args: Any) -> Any:
         self.calls += 1
         self.checked["API-NO-RAISE"] += 1
@@ -166,43 +189,43 @@ class Lockstep:
             return method(*args)
         except CallTimeout:
             watch.op = None
-            shown = ", ".join(self._show(a) for a in args)
             self._fail(
                 "API-RETURNS",
-                f"{op}({shown}) did not return within the call time limit; the spec requires "
-                "every call to return",
+                f"{op}({self._args(args)}) did not return within the call time limit; the "
+                "spec requires every call to return",
             )
             raise _Stop from None
         except (ProcessDied, MemoryError) as exc:
-            shown = ", ".join(self._show(a) for a in args)
             what = "ran out of memory" if isinstance(exc, MemoryError) else "ended"
             self._fail(
                 "API-PROCESS-ALIVE",
-                f"the policy's process {what} during {op}({shown}): {exc}; the spec requires "
-                "the policy never to end or crash the process",
+                f"the policy's process {what} during {op}({self._args(args)}): {exc}; the "
+                "spec requires the policy never to end or crash the process",
             )
             raise _Stop from None
         except (KeyboardInterrupt, ConformanceFailure):
             raise
         except (Exception, SystemExit) as exc:  # the policy's own fault becomes a verdict
-            shown = ", ".join(self._show(a) for a in args)
             self._fail(
                 "TOUCH-TOTAL" if op == "touch" else "API-NO-RAISE",
-                f"{op}({shown}) raised {type(exc).__name__}: {exc}; the call meets the "
-                "caller contract, so the spec requires it to return normally",
+                f"{op}({self._args(args)}) raised {type(exc).__name__}: {exc}; the call "
+                "meets the caller contract, so the spec requires it to return normally",
             )
             raise _Stop from exc
         finally:
             watch.op = None
 
+    def _args(self, args: tuple[Any, ...]) -> str:
+        return ", ".join(self.keys.show(a) for a in args)
+
     def _primitive(self, call: Primitive) -> object:
         op = call[0]
         try:
-            handler = getattr(self, "_do_" + op)
-            result: object = handler(*call[1:])
+            result: object = _HANDLERS[op](self, *call[1:])
         except _Stop:
             return None
         self._check_blocks(op)
+        self._check_arguments()
         if self.observe:
             requirement = _PRESENCE_REQ.get(op, "GET-PURE")
             if op == "evict" and result is None:
@@ -210,13 +233,14 @@ class Lockstep:
             self._check_presence(op, requirement)
         return result
 
-    def _do_set_ref(self, k: int, ref: int) -> None:
-        block = self.blocks[k]
-        block.ref_cnt = ref
-        self.written[k] = (ref, self.written[k][1])
-        self.state.refs[k] = ref
+    # -- one method per call ---------------------------------------------------
 
-    def _do_insert(self, k: int, ref: int) -> None:
+    def _set_ref(self, k: int, ref: int) -> None:
+        self.blocks[k].ref_cnt = ref
+        self.written[k] = (ref, self.written[k][1])
+        self._step(("set_ref", k, ref))
+
+    def _insert(self, k: int, ref: int) -> None:
         if self.allocator is None:
             block_id = self._next_block_id
             self._next_block_id += 1
@@ -225,61 +249,49 @@ class Lockstep:
         block = self.subject.make_block(ref, block_id)
         self.known.add(k)
         self._call("insert", self.policy.insert, self.key(k), block)
-        if self.refinement:
-            self.ext = self.refinement.insert(self.ext, self.state, k, ref)
-        self.state = ops.insert(self.state, k, ref)
+        self._step(("insert", k, ref))
         self.blocks[k] = block
         self.written[k] = (ref, block_id)
 
-    def _do_remove(self, k: int) -> None:
+    def _remove(self, k: int) -> None:
         self._call("remove", self.policy.remove, self.key(k))
-        if self.refinement:
-            self.ext = self.refinement.remove(self.ext, self.state, k)
-        self.state = ops.remove(self.state, k)
+        self._step(("remove", k))
         self._forget(k)
 
-    def _do_touch(self, keys: tuple[int, ...]) -> None:
+    def _touch(self, keys: tuple[int, ...]) -> None:
         self.known.update(keys)
         given = [self.key(k) for k in keys]
         original = list(given)
         self._call("touch", self.policy.touch, given)
         self._keep_given("touch", given, original)
         self.checked["TOUCH-TOTAL"] += 1
-        if self.refinement:
-            self.ext = self.refinement.touch(self.ext, self.state, keys)
-        self.state = ops.touch(self.state, keys)
+        self._step(("touch", keys))
 
-    def _do_mark_evictable(self, k: int) -> None:
+    def _mark_evictable(self, k: int) -> None:
         if self.has_mark:
             self._call("mark_evictable", self.policy.mark_evictable, self.key(k))
-        if self.refinement:
-            self.ext = self.refinement.mark_evictable(self.ext, self.state, k)
-        self.state = ops.mark_evictable(self.state, k)
+        self._step(("mark_evictable", k))
 
-    def _do_mark_non_evictable(self, k: int) -> None:
+    def _mark_non_evictable(self, k: int) -> None:
         if self.has_mark:
             self._call("mark_non_evictable", self.policy.mark_non_evictable, self.key(k))
-        if self.refinement:
-            self.ext = self.refinement.mark_non_evictable(self.ext, self.state, k)
-        self.state = ops.mark_non_evictable(self.state, k)
+        self._step(("mark_non_evictable", k))
 
-    def _do_get(self, k: int) -> object:
+    def _get(self, k: int) -> object:
         self.known.add(k)
         got = self._call("get", self.policy.get, self.key(k))
         self._check_get(k, got, "get")
         return got
 
-    def _do_clear(self) -> None:
+    def _clear(self) -> None:
         if not self.has_clear:
             raise CallerContractError("clear() on a policy without clear")
         self._call("clear", self.policy.clear)
-        if self.refinement:
-            self.ext = self.refinement.clear(self.ext, self.state)
-        self.state = ops.clear(self.state)
+        self._step(("clear",))
         for k in list(self.blocks):
             self._forget(k)
 
-    def _do_evict(self, n: int, protected: frozenset[int]) -> object:
+    def _evict(self, n: int, protected: frozenset[int]) -> object:
         self.known.update(protected)
         real_protected = {self.key(k) for k in protected}
         original = set(real_protected)
@@ -288,10 +300,12 @@ class Lockstep:
         self.last_evict = result
         self._keep_given("evict", real_protected, original)
         victims = self._victims(n, protected, result)
-        self._judge_evict(n, protected, victims)
+        self._step(("evict", n, protected), victims)
+        if victims is not None:
+            for k in victims:
+                self._check_block(k, "evict")  # a victim's block is the manager's too
+                self._forget(k)
         return result
-
-    # -- evict ----------------------------------------------------------------
 
     def _victims(self, n: int, protected: frozenset[int], result: object) -> list[int] | None:
         """The model keys of evict's result, after checking its shape and
@@ -320,11 +334,10 @@ class Lockstep:
             if k is None or k not in self.state.refs:
                 self._fail(
                     "EVICT-IDLE-ONLY",
-                    f"{call} returned key {real!r}, which is not present; the spec requires "
-                    "idle present keys only",
+                    f"{call} returned key {self.keys.show(real)}, which is not present; the "
+                    "spec requires idle present keys only",
                 )
                 raise _Stop
-            self.checked["EVICT-IDENTITY"] += 1
             if block is not self.blocks[k]:
                 self._fail(
                     "EVICT-IDENTITY",
@@ -332,79 +345,54 @@ class Lockstep:
                     f"({self.blocks[k]!r}); the spec requires the identical object",
                 )
                 raise _Stop
+            self.checked["EVICT-IDENTITY"] += 1
             victims.append(k)
         return victims
 
-    def _judge_evict(self, n: int, protected: frozenset[int], victims: list[int] | None) -> None:
-        before = self.state
-        call = f"evict({n}, {_show_keys(protected)})"
-        shown = "None" if victims is None else _show_keys(victims)
-        for rid in ("EVICT-EXACT-N", "EVICT-IDLE-ONLY", "EVICT-UNPROTECTED", "EVICT-LIVENESS"):
-            self.checked[rid] += 1
-        if n == 0:
-            self.checked["EVICT-ZERO"] += 1
-        # Eligibility that insert and mark_non_evictable established is
-        # judged here (spec/evict.md reports its faults as EVICT-IDLE-ONLY).
-        refs = before.refs.values()
-        if any(r < 0 for r in refs):
-            self.checked["INSERT-IN-FLIGHT-NOT-ELIGIBLE"] += 1
-        if any(r > 0 for r in refs):
-            self.checked["MARK-NON-EVICTABLE-PINS"] += 1
-        violation = evict_violation(before, n, protected, victims)
-        expected: list[int] | None = victims
-        new_ext = self.ext
-        if self.refinement:
-            new_ext, expected = self.refinement.evict(self.ext, before, n, protected)
-            self.checked[self.refinement.order_requirement] += 1
-            self.checked[self.refinement.liveness_requirement] += 1
-            # Requirements a refinement judges only through the victims of
-            # every evict (its per-operation ids: attribution names them).
-            self.checked.update(getattr(self.refinement, "judged", ()))
-        if violation is not None and violation != "EVICT-LIVENESS":
-            self._fail(violation, _evict_message(violation, call, shown, before, n, protected))
-            raise _Stop
-        if self.refinement and victims != expected:
-            rid = (
-                self.refinement.liveness_requirement
-                if victims is None
-                else self.refinement.order_requirement
-            )
-            want = "None" if expected is None else _show_keys(expected)
-            self._fail(rid, f"{call} returned {shown}; the {self.profile.name} profile requires "
-                       f"{want}")
-            raise _Stop
-        if violation == "EVICT-LIVENESS":
-            self._fail(violation, _evict_message(violation, call, shown, before, n, protected))
-        self.ext = new_ext
-        if victims is not None:
-            self.state = commit_evict(before, victims)
-            for k in victims:
-                self._check_block(k, "evict")  # a victim's block is the manager's too
-                self._forget(k)
-
     # -- observation ----------------------------------------------------------
 
-    def _keep_given(self, op: str, given: object, copy: object) -> None:
-        """Remember the last few argument containers handed to the policy and
-        check that none of them has changed (API-ARGS-UNCHANGED), now or
-        later through a reference the policy kept."""
+    def _keep_given(self, op: str, given: Any, original: Any) -> None:
+        """Remember the last few argument containers handed to the policy,
+        with the copy taken before the call, so ``_check_arguments`` can tell
+        whether the policy changed one, now or later through a reference it
+        kept. A policy in another process gets its own copies; whether it
+        changed them is its server's report (``Subject.argument_report``)."""
+        if self.subject.argument_report is None:
+            self._given.append((op, given, original))
+
+    def _check_arguments(self) -> None:
+        """API-ARGS-UNCHANGED after every call: the containers kept by
+        ``_keep_given`` (in process), or the child's own comparison."""
+        report = self.subject.argument_report
+        if report is not None:
+            changed = report()
+            if changed is None:
+                return  # the child compared nothing (or does not report)
+            self.checked["API-ARGS-UNCHANGED"] += 1
+            if changed:
+                self._fail("API-ARGS-UNCHANGED", f"{changed}; the spec forbids mutating it")
+            return
+        if not self._given:
+            return
         self.checked["API-ARGS-UNCHANGED"] += 1
-        self._given.append((op, given, copy))
         for name, container, original in self._given:
             if container != original:
                 self._given.clear()
+                what = "keys list" if name == "touch" else "protected set"
                 self._fail(
                     "API-ARGS-UNCHANGED",
-                    f"the {'keys list' if name == 'touch' else 'protected set'} given to "
-                    f"{name} was changed by the policy (now {len(container)} items, was "
-                    f"{len(original)}); the spec forbids mutating it",
+                    f"the {what} given to {name} was changed by the policy (now "
+                    f"{len(container)} items, was {len(original)}); the spec forbids mutating it",
                 )
+                return
 
     def _forget(self, k: int) -> None:
         self.blocks.pop(k, None)
         self.written.pop(k, None)
 
     def _check_blocks(self, op: str) -> None:
+        if not self.blocks:
+            return
         self.checked["BLOCK-NO-WRITE"] += 1
         written = self.written
         for k, block in self.blocks.items():  # inline: this runs after every call
@@ -427,6 +415,8 @@ class Lockstep:
     def _check_presence(self, op: str, requirement: str) -> None:
         """Ask get for every key seen so far; a wrong answer right after
         ``op`` breaks ``requirement`` (the contract of ``op``)."""
+        if not self.known:
+            return
         self.checked[requirement] += 1
         for k in sorted(self.known):
             got = self._call("get", self.policy.get, self.key(k))
@@ -453,13 +443,25 @@ class Lockstep:
                        "spec requires None")
 
 
+_HANDLERS: dict[str, Callable[..., object]] = {
+    "set_ref": Lockstep._set_ref,
+    "insert": Lockstep._insert,
+    "remove": Lockstep._remove,
+    "touch": Lockstep._touch,
+    "mark_evictable": Lockstep._mark_evictable,
+    "mark_non_evictable": Lockstep._mark_non_evictable,
+    "get": Lockstep._get,
+    "clear": Lockstep._clear,
+    "evict": Lockstep._evict,
+}
+
 _COSTLY = frozenset({"API-RETURNS", "API-PROCESS-ALIVE"})
 """Failures whose replays cost a time limit or a process: engines stop at
-once and the trace is shrunk with few tries (check._minimise)."""
+once and the trace is shrunk with few tries (session._minimise)."""
 
 
 class _Stop(Exception):
-    """A soft failure ended this call early; the model was not advanced."""
+    """A failure ended this call early; the model was not advanced."""
 
 
 def _show_keys(keys: Iterable[int]) -> str:
@@ -469,20 +471,30 @@ def _show_keys(keys: Iterable[int]) -> str:
 
 
 def _evict_message(
-    rid: str, call: str, shown: str, state: State, n: int, protected: frozenset[int]
+    rid: str, profile: str, n: int, protected: frozenset[int], victims: object,
+    expected: object, state: State,
 ) -> str:
+    call = f"evict({n}, {_show_keys(protected)})"
+    shown = "None" if victims is None else _show_keys(victims)  # type: ignore[arg-type]
     eligible = [k for k in state.idle if k not in protected]
     pinned = sorted(k for k, r in state.refs.items() if r != 0)
-    return {
-        "EVICT-ZERO": f"{call} returned {shown}; the spec requires []",
-        "EVICT-EXACT-N": f"{call} returned {shown}; the spec requires exactly {n} distinct keys",
-        "EVICT-UNPROTECTED": f"{call} returned {shown}, which names a protected key",
-        "EVICT-IDLE-ONLY": (
+    if rid == "EVICT-ZERO":
+        return f"{call} returned {shown}; the spec requires []"
+    if rid == "EVICT-EXACT-N":
+        return f"{call} returned {shown}; the spec requires exactly {n} distinct keys"
+    if rid == "EVICT-UNPROTECTED":
+        return f"{call} returned {shown}, which names a protected key"
+    if rid == "EVICT-IDLE-ONLY":
+        return (
             f"{call} returned {shown}; only idle keys {_show_keys(sorted(state.idle))} may be "
             f"evicted (in flight or being read: {_show_keys(pinned)})"
-        ),
-        "EVICT-LIVENESS": (
-            f"{call} returned None while {len(eligible)} keys were eligible "
-            f"{_show_keys(eligible)}; the spec asks for {n} of them"
-        ),
-    }.get(rid, f"{call} returned {shown}")
+        )
+    if rid == "EVICT-LIVENESS":
+        count = len(eligible)
+        return (
+            f"{call} returned None while {count} key{'' if count == 1 else 's'} "
+            f"{'was' if count == 1 else 'were'} eligible {_show_keys(eligible)}; the spec "
+            f"asks for {n} of them"
+        )
+    want = "None" if expected is None else _show_keys(expected)  # type: ignore[arg-type]
+    return f"{call} returned {shown}; the {profile} profile requires {want}"

@@ -15,6 +15,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType, TracebackType
 
 __all__ = ["CallTimeout", "Watchdog", "current"]
@@ -78,6 +80,17 @@ class Watchdog:
             self._thread.join()
             signal.signal(signal.SIGALRM, self._previous)  # type: ignore[arg-type]
         current.op = None
+
+    @contextmanager
+    def shortened(self, limit: float) -> Iterator[None]:
+        """A lower limit (never a higher one) while the block runs: replays
+        of a call that hangs cost the limit each (shrinking them)."""
+        saved = current.limit
+        current.limit = min(saved, limit) if saved > 0 else saved
+        try:
+            yield
+        finally:
+            current.limit = saved
 
     def _watch(self, main_ident: int | None) -> None:
         tick = min(0.1, self.limit / 4)

@@ -3,23 +3,18 @@
 ARC keeps its own state beside the core ``State``: the resident lists T1 and
 T2, the ghost lists B1 and B2 and the target size of T1. The transitions
 below say exactly how each operation changes it and which victims an
-eviction must return; ``ARCRefinement`` plugs them into the engines through
-the ``Refinement`` protocol of ``policyspec.profiles`` (which this module
-must not import: profiles imports it).
+eviction must return; ``model.arc_profile.ARCRefinement`` plugs them into
+``model.step`` (the ``Refinement`` protocol).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
-from policyspec.model.actions import Action
-from policyspec.model.probe import Probe, ProbeResult
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 
 __all__ = [
-    "ARCRefinement",
     "ArcState",
     "agrees_with",
     "arc_well_formed",
@@ -254,80 +249,3 @@ def clear(arc: ArcState) -> ArcState:
     post: __return__ == start(arc.capacity)
     """
     return start(arc.capacity)
-
-
-class ARCRefinement:
-    """The ``arc`` profile's refinement: ARC state beside the core state,
-    and the exact victims. Implements ``policyspec.profiles.Refinement``."""
-
-    order_requirement = "ARC-EVICT-ORDER"
-    liveness_requirement = "ARC-LIVENESS"
-    judged = (
-        "ARC-INSERT-T1", "ARC-TOUCH-ORDER", "ARC-TOUCH-NOT-READY", "ARC-GHOST-ADAPT",
-        "ARC-EVICT-GHOSTS", "ARC-REMOVE-NO-GHOST", "ARC-CLEAR-RESET", "ARC-MARK-NO-EFFECT",
-    )
-    """Checked through the victims of every evict, which reflect the whole
-    ARC state; a difference is reported under one of them by attribution."""
-    _CULPRITS: ClassVar[dict[str, str]] = {
-        "insert": "ARC-INSERT-T1",
-        "remove": "ARC-REMOVE-NO-GHOST",
-        "touch": "ARC-TOUCH-ORDER",
-        "mark_evictable": "ARC-MARK-NO-EFFECT",
-        "mark_non_evictable": "ARC-MARK-NO-EFFECT",
-        "evict": "ARC-EVICT-ORDER",
-        "clear": "ARC-CLEAR-RESET",
-    }
-
-    def start(self, capacity: int) -> ArcState:
-        return start(capacity)
-
-    def insert(self, ext: ArcState, state: State, key: int, ref_cnt: int) -> ArcState:
-        return insert(ext, key)
-
-    def remove(self, ext: ArcState, state: State, key: int) -> ArcState:
-        return remove(ext, key)
-
-    def touch(self, ext: ArcState, state: State, keys: Sequence[int]) -> ArcState:
-        return touch(ext, state, keys)
-
-    def mark_evictable(self, ext: ArcState, state: State, key: int) -> ArcState:
-        return ext
-
-    def mark_non_evictable(self, ext: ArcState, state: State, key: int) -> ArcState:
-        return ext
-
-    def evict(
-        self, ext: ArcState, state: State, n: int, protected: Collection[int]
-    ) -> tuple[ArcState, list[int] | None]:
-        return evict(ext, state, n, protected)
-
-    def clear(self, ext: ArcState, state: State) -> ArcState:
-        return clear(ext)
-
-    def culprit(self, op: str) -> str:
-        """The ARC requirement for a wrong order first seen right after
-        ``op``, for callers that do not probe (policyspec.prove); the
-        engines' attribution uses ``probes`` and ``blame`` below
-        (spec/arc.md#attribution)."""
-        return self._CULPRITS.get(op, "ARC-EVICT-ORDER")
-
-    # ``policyspec.profiles.Diagnosis``: finer attribution than ``culprit``.
-    # arc_diagnosis imports this module, hence the imports in the bodies.
-
-    def probes(self, ext: ArcState, state: State) -> list[Probe]:
-        from policyspec.model.arc_diagnosis import probes
-
-        return probes(ext, state)
-
-    def blame(
-        self,
-        history: Sequence[Action],
-        action: Action,
-        ext: ArcState,
-        state: State,
-        results: Sequence[ProbeResult],
-        previous: Sequence[ProbeResult],
-    ) -> str | None:
-        from policyspec.model.arc_diagnosis import blame
-
-        return blame(history, action, ext, state, results, previous)

@@ -12,18 +12,22 @@ value explains every answer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from policyspec.model import arc as model_arc
-from policyspec.model import operations as ops
-from policyspec.model.actions import Action, Primitive, expand
+from policyspec.model.actions import Action
 from policyspec.model.arc import ArcState
-from policyspec.model.evict import commit_evict
 from policyspec.model.probe import Probe, ProbeResult
 from policyspec.model.state import IDLE, IN_FLIGHT, State
+from policyspec.model.step import ProfileModel, Refinement
 
-__all__ = ["FRESH", "blame", "probes"]
+__all__ = ["FRESH", "ARCDiagnosis", "blame", "probes"]
+
+Variant = Callable[[int | None], Refinement]
+"""Builds the ARC refinement with its ghost lists and target bounded by the
+given number (None: the capacity), as ``model.arc_profile.ARCRefinement``."""
 
 FRESH = 1 << 40
 """Model keys from here on are the probes' own fresh blocks: no engine uses
@@ -44,6 +48,23 @@ _OP_REQUIREMENT = {
     "clear": "ARC-CLEAR-RESET",
     "get": "GET-PURE",
 }
+
+
+class ARCDiagnosis:
+    """``model.step.Diagnosis`` for the arc profile: ``probes`` and
+    ``blame`` below, with ``variant`` to replay the model."""
+
+    def __init__(self, variant: Variant) -> None:
+        self.variant = variant
+
+    def probes(self, ext: Any, state: State) -> list[Probe]:
+        return probes(ext, state)
+
+    def blame(
+        self, history: Sequence[Action], action: Action, ext: Any, state: State,
+        results: Sequence[ProbeResult], previous: Sequence[ProbeResult],
+    ) -> str | None:
+        return blame(history, action, ext, state, results, previous, self.variant)
 
 
 def probes(arc: ArcState, state: State) -> list[Probe]:
@@ -94,6 +115,7 @@ def blame(
     state: State,
     results: Sequence[ProbeResult],
     previous: Sequence[ProbeResult],
+    variant: Variant,
 ) -> str | None:
     """The requirement ``action`` broke, given the probes' answers right
     after it and right before it (``previous``; ``arc`` and ``state``: the
@@ -130,7 +152,9 @@ def blame(
     explaining = _explaining_targets(credible, top)
     if not explaining:
         return "ARC-EVICT-ORDER"  # the lists are right, the victims for them are not
-    return _blame_target(history, action, arc, state, credible, previous, explaining, top)
+    return _blame_target(
+        history, action, arc, state, credible, previous, explaining, top, variant
+    )
 
 
 def _kind(probe: Probe) -> tuple[str, bool]:
@@ -157,7 +181,7 @@ def _blame_touch_lists(
 def _blame_target(
     history: Sequence[Action], action: Action, arc: ArcState, state: State,
     results: Sequence[ProbeResult], previous: Sequence[ProbeResult], explaining: set[int],
-    top: int,
+    top: int, variant: Variant,
 ) -> str:
     """The lists are right and the policy acts on another target than the
     spec's. A touch that names absent keys is where the spec moves the
@@ -169,17 +193,16 @@ def _blame_target(
     there is none."""
     op = action[0]
     if op == "touch" and _departed(action[1], arc, history):
-        return _blame_adaptation([*history, action], len(history), results, top)
+        return _blame_adaptation([*history, action], len(history), results, top, variant)
     earlier = _explaining_targets(previous, top) if previous else set()
     if explaining & earlier:
-        empty = State(capacity=state.capacity)
         for index in range(len(history) - 1, -1, -1):
             step = history[index]
             if step[0] != "touch":
                 continue
-            then, _ = _model_after(history[:index], empty)
+            then = _model_after(history[:index], state.capacity, variant(None)).ext
             if _departed(step[1], then, history[:index]):
-                return _blame_adaptation([*history, action], index, results, top)
+                return _blame_adaptation([*history, action], index, results, top, variant)
     if op == "touch":
         return "ARC-TOUCH-ORDER"  # a touch of resident keys moved the target
     return _OP_REQUIREMENT[op]
@@ -193,7 +216,8 @@ def _departed(keys: Sequence[int], arc: ArcState, history: Sequence[Action]) -> 
 
 
 def _blame_adaptation(
-    actions: Sequence[Action], index: int, results: Sequence[ProbeResult], top: int
+    actions: Sequence[Action], index: int, results: Sequence[ProbeResult], top: int,
+    variant: Variant,
 ) -> str:
     """The target is wrong after ``actions``, and ``actions[index]``, a touch
     naming absent keys, is where it went wrong. Touched ghosts: the
@@ -204,16 +228,18 @@ def _blame_adaptation(
     that dropped it is named (``_provenance``)."""
     before = actions[:index]
     capacity = results[0].state.capacity if results else None
-    arc, _ = _model_after(before, State(capacity=capacity))
+    arc = _model_after(before, capacity, variant(None)).ext
     keys = actions[index][1]
     if any(k in arc.b1 or k in arc.b2 for k in keys):
-        unbounded, _ = _model_after(actions, State(capacity=capacity), 1 << 30)
+        unbounded = _model_after(actions, capacity, variant(1 << 30)).ext
         explaining = _explaining_targets(results, top)
         spec = _grid(results[0].ext.target, top)
         if spec not in explaining and _grid(unbounded.target, top) in explaining:
             return "ARC-EVICT-GHOSTS"
         return "ARC-GHOST-ADAPT"
-    blamed = {_provenance(before, k, capacity) for k in _departed(keys, arc, before)}
+    blamed = {
+        _provenance(before, k, capacity, variant(None)) for k in _departed(keys, arc, before)
+    }
     for requirement in ("ARC-EVICT-GHOSTS", "ARC-REMOVE-NO-GHOST", "ARC-CLEAR-RESET"):
         if requirement in blamed:
             return requirement
@@ -263,63 +289,34 @@ def _grid(target: float, top: int) -> int:
     return 0 if value == 1 else value
 
 
-def _provenance(history: Sequence[Action], key: int, capacity: int | None) -> str:
+def _provenance(
+    history: Sequence[Action], key: int, capacity: int | None, refinement: Refinement
+) -> str:
     """The requirement of the last operation in ``history`` after which
     ``key`` was, per the spec, neither resident nor a ghost: an eviction
     that trimmed it from its ghost list, a remove, a clear. A key never
     inserted gives ARC-TOUCH-ORDER (touch ignores other keys)."""
-    arc = model_arc.start(capacity or 0)
-    state = State(capacity=capacity)
     last = "ARC-TOUCH-ORDER"
-    # (the same walk as _model_after, watching one key)
+    model = ProfileModel.fresh(refinement, capacity)
     for action in history:
-        for call in expand(state, action):
-            was_known = key in arc.t1 or key in arc.t2 or key in arc.b1 or key in arc.b2
-            arc, state = _step(arc, state, call)
-            if not was_known or key in arc.t1 or key in arc.t2 or key in arc.b1 or key in arc.b2:
-                continue
-            last = {
-                "evict": "ARC-EVICT-GHOSTS",
-                "remove": "ARC-REMOVE-NO-GHOST",
-                "clear": "ARC-CLEAR-RESET",
-            }.get(call[0], last)
+        for call in model.calls(action):
+            was_known = _known(model.ext, key)
+            model = model.step(call).model
+            if was_known and not _known(model.ext, key):
+                last = {
+                    "evict": "ARC-EVICT-GHOSTS",
+                    "remove": "ARC-REMOVE-NO-GHOST",
+                    "clear": "ARC-CLEAR-RESET",
+                }.get(call[0], last)
     return last
 
 
+def _known(arc: ArcState, key: int) -> bool:
+    return key in arc.t1 or key in arc.t2 or key in arc.b1 or key in arc.b2
+
+
 def _model_after(
-    actions: Sequence[Action], start: State, arc_capacity: int | None = None
-) -> tuple[ArcState, State]:
-    """The model after ``actions`` from a fresh policy (``start``: an empty
-    state of the capacity), with ``arc_capacity`` (default: the capacity)
-    bounding the ghosts and the target."""
-    arc = model_arc.start(start.capacity or 0 if arc_capacity is None else arc_capacity)
-    state = start
-    for action in actions:
-        for call in expand(state, action):
-            arc, state = _step(arc, state, call)
-    return arc, state
-
-
-def _step(arc: ArcState, state: State, call: Primitive) -> tuple[ArcState, State]:
-    """One primitive call or write on the model (as the harness moves it)."""
-    op, args = call[0], call[1:]
-    if op == "set_ref":
-        after = state.copy()
-        after.refs[args[0]] = args[1]
-        return arc, after
-    if op == "insert":
-        return model_arc.insert(arc, args[0]), ops.insert(state, args[0], args[1])
-    if op == "remove":
-        return model_arc.remove(arc, args[0]), ops.remove(state, args[0])
-    if op == "touch":
-        return model_arc.touch(arc, state, args[0]), ops.touch(state, args[0])
-    if op == "mark_evictable":
-        return arc, ops.mark_evictable(state, args[0])
-    if op == "mark_non_evictable":
-        return arc, ops.mark_non_evictable(state, args[0])
-    if op == "evict":
-        arc_after, victims = model_arc.evict(arc, state, args[0], args[1])
-        return arc_after, state if victims is None else commit_evict(state, victims)
-    if op == "clear":
-        return model_arc.clear(arc), ops.clear(state)
-    return arc, state  # get
+    actions: Sequence[Action], capacity: int | None, refinement: Refinement
+) -> ProfileModel:
+    """The model after ``actions`` from a fresh policy of ``capacity``."""
+    return ProfileModel.fresh(refinement, capacity).after(actions)

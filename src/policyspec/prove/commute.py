@@ -217,7 +217,7 @@ def _expected_evict(
     if violation is not None and violation != "EVICT-LIVENESS":
         return diverge(violation)
     if refinement is not None:
-        _, want = refinement.evict(None, state, n, protected)
+        _, want, _ = refinement.evict(None, state, n, protected)
         if victims != want:
             rid = (
                 refinement.liveness_requirement if victims is None

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from policyspec.model import operations as ops
 from policyspec.model.actions import Action, Primitive, expand, is_legal
-from policyspec.model.evict import commit_evict, eligible
+from policyspec.model.evict import eligible
 from policyspec.model.state import IN_FLIGHT, State
+from policyspec.model.step import ProfileModel
 from policyspec.profiles import Profile
 
 __all__ = ["Script"]
@@ -38,15 +38,17 @@ class Script:
         self.source = source
         self.description = description
         self.exposes = exposes
-        self.refinement = profile.refinement
-        self.ext: Any = self.refinement.start(capacity) if self.refinement else None
-        self.state = State(capacity=capacity)
+        self.model: ProfileModel = profile.model(capacity)
         self.ids: dict[int, int] = {}
         """The block id of each present key."""
         self.next_id = 0
         self.calls: list[dict[str, Any]] = []
         self.last_victims: list[int] | None = None
         self._open = True
+
+    @property
+    def state(self) -> State:
+        return self.model.state
 
     # -- caller actions ---------------------------------------------------------
 
@@ -60,60 +62,50 @@ class Script:
         return self
 
     def _primitive(self, call: Primitive) -> None:
+        """Record ``call`` with what the model expects of it, and step."""
         if not self._open:
             raise ValueError(f"{self.name}: a call follows an evict whose victims core leaves "
                              "open")
         op, args = call[0], call[1:]
-        state, ref = self.state, self.refinement
+        if op == "evict":
+            self._evict(*args)
+            return
         if op == "insert":
             key, ref_cnt = args
             self.ids[key] = self.next_id
             self.calls.append({"op": "insert", "key": key,
                                "block": {"id": self.next_id, "ref_cnt": ref_cnt}})
             self.next_id += 1
-            if ref:
-                self.ext = ref.insert(self.ext, state, key, ref_cnt)
-            self.state = ops.insert(state, key, ref_cnt)
         elif op == "set_ref":
             key, ref_cnt = args
             self.calls.append({"op": "set_ref", "id": self.ids[key], "ref_cnt": ref_cnt})
-            self.state = state.copy()
-            self.state.refs[key] = ref_cnt
         elif op == "get":
             (key,) = args
+            present = self.model.step(call).expected
             self.calls.append({"op": "get", "key": key,
-                               "expect": {"block": self.ids.get(key) if key in state.refs
-                                          else None}})
-        elif op == "evict":
-            self._evict(*args)
-        else:
-            self._plain(op, args)
-
-    def _plain(self, op: str, args: tuple[Any, ...]) -> None:
-        state, ref = self.state, self.refinement
-        if op == "touch":
+                               "expect": {"block": self.ids.get(key) if present else None}})
+        elif op == "touch":
             self.calls.append({"op": "touch", "keys": list(args[0])})
         elif op == "clear":
             self.calls.append({"op": "clear"})
+            self.ids.clear()
         else:
             self.calls.append({"op": op, "key": args[0]})
-        if ref:
-            self.ext = getattr(ref, op)(self.ext, state, *args)
-        self.state = getattr(ops, op)(state, *args)
-        if op == "remove":
-            self.ids.pop(args[0], None)
-        elif op == "clear":
-            self.ids.clear()
+            if op == "remove":
+                self.ids.pop(args[0], None)
+        self.model = self.model.step(call).model
 
     def _evict(self, n: int, protected: frozenset[int]) -> None:
-        state = self.state
+        step = self.model.step(("evict", n, protected))
         call: dict[str, Any] = {"op": "evict", "n": n, "protected": sorted(protected)}
         victims: list[int] | None
-        if self.refinement:
-            self.ext, victims = self.refinement.evict(self.ext, state, n, protected)
+        if step.exact:
+            victims = step.expected  # type: ignore[assignment]
             call["expect"] = {"victims": None if victims is None else self._pairs(victims)}
+            after = step.model
         else:
-            allowed = eligible(state, protected)
+            # Core leaves the victims open: any n of the eligible keys.
+            allowed = eligible(self.state, protected)
             if n == 0:
                 victims = []
                 call["expect"] = {"victims": []}
@@ -125,12 +117,13 @@ class Script:
                 call["expect"] = {"count": n, "any_of": self._pairs(sorted(allowed)),
                                   "none_level": "SHOULD"}
                 self._open = len(allowed) == n
+            after = self.model.step(("evict", n, protected), victims).model
         self.calls.append(call)
         self.last_victims = victims
         if victims:
             for key in victims:
                 self.ids.pop(key, None)
-            self.state = commit_evict(state, victims)
+        self.model = after
 
     def _pairs(self, keys: list[int]) -> list[list[int]]:
         return [[key, self.ids[key]] for key in keys]
@@ -189,4 +182,4 @@ class Script:
         return record
 
     def model_state(self) -> State:
-        return self.state
+        return self.model.state
