@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from types import ModuleType
 import pytest
 
 from policyspec.profiles import get_profile
+from policyspec.report import NOT_TESTED
 from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 
@@ -169,3 +171,36 @@ def test_isolated_check_passes_a_correct_policy(tmp_path: Path) -> None:
                    "lru", "--budget", "4", "--engine", "stateful", "-q")
     assert done.returncode == 0, done.stdout[-2000:]
     assert "PASS       API-PROCESS-ALIVE" in done.stdout
+
+
+MUTATES_ARGUMENTS = ("clears_keys_in_touch", "keeps_and_mutates_keys", "mutates_protected")
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["in-process", "isolated"])
+@pytest.mark.parametrize("name", MUTATES_ARGUMENTS)
+def test_mutating_the_callers_arguments_fails_with_and_without_isolation(
+    name: str, isolate: bool
+) -> None:
+    """Under --isolate the child's copies are compared by the child (the
+    runner's own never reach the policy), so the row is an observation in
+    both modes, never a PASS by default."""
+    from policyspec.session import CheckOptions, check_target
+
+    options = CheckOptions(budget=3.0, seed=1, engines=("stateful",), isolate=isolate)
+    report = check_target(f"{HOSTILE / (name + '.py')}:Policy", "core", options)
+    assert report.verdict == "fail"
+    assert {f.requirement for f in report.failures} == {"API-ARGS-UNCHANGED"}
+
+
+def test_a_child_that_reports_nothing_leaves_the_argument_row_not_tested() -> None:
+    """A policy behind --exec that does not send ``args`` cannot be judged
+    on API-ARGS-UNCHANGED: NOT TESTED with the reason, not PASS."""
+    from policyspec.lineproto import ExecTarget
+
+    node = HOSTILE.parent.parent / "examples" / "node" / "lru.js"
+    if not node.exists() or not shutil.which("node"):
+        pytest.skip("node is not installed")
+    with ExecTarget(f"node {node}") as target:
+        report = run_check(target.subject, get_profile("core"), budget=1.0, engines=["fast"])
+    row = next(r for r in report.requirements if r.id == "API-ARGS-UNCHANGED")
+    assert row.status == NOT_TESTED and "does not report" in row.reason

@@ -146,6 +146,9 @@ class ExecTarget:
         self._finalizer = weakref.finalize(self, Child.close, self.child)
         self.generation = 0
         self.blocks: dict[int, RemoteBlock] = {}
+        self.args_report: str | None = None
+        """What the child's last answer said of the argument containers
+        (its ``args`` field), until ``take_args_report`` reads it."""
         hello = self._hello()
         wanted = hello.get("capabilities", sorted(ALL_CAPABILITIES))
         capabilities = frozenset(c for c in wanted if c in ALL_CAPABILITIES)
@@ -157,6 +160,7 @@ class ExecTarget:
             make_block=self.make_block,
             make_key=make_key,
             capabilities=capabilities,
+            argument_report=self.take_args_report,
             notes=(f"policy {name!r} in a child process (spec/protocol.md, keys as {keys})",),
         )
 
@@ -195,10 +199,19 @@ class ExecTarget:
             raise ChildError("this policy object was replaced by a newer create (only the "
                              "latest policy of a child can be driven)")
         answer = self.child.request(message)
+        args = answer.get("args")
+        if isinstance(args, str):
+            self.args_report = args
         if not answer["ok"]:
             text = str(answer.get("error", "the policy raised"))
             raise (RemoteKeyError if text.startswith("KeyError") else PolicyError)(text)
         return answer.get("result")
+
+    def take_args_report(self) -> str | None:
+        """The child's report on the arguments since the last call of this
+        (None: it reported nothing; "": unchanged; else what changed)."""
+        report, self.args_report = self.args_report, None
+        return report
 
     def register(self, block: Any) -> None:
         if isinstance(block, RemoteBlock):

@@ -17,9 +17,10 @@ import json
 import os
 import resource
 import sys
-from collections.abc import Hashable
+from collections import deque
 from typing import Any
 
+from policyspec.keymap import KeyMap
 from policyspec.lineproto.child import PROTOCOL
 
 __all__ = ["main"]
@@ -34,22 +35,35 @@ class Server:
         self.subject = load_subject(target, stand_in=stand_in, api=api)
         self.policy: Any = None
         self.blocks: dict[int, Any] = {}
-        self._real: dict[int, Hashable] = {}
-        self._wire: dict[Hashable, int] = {}
-
-    def key(self, wire: int) -> Hashable:
-        real = self._real.get(wire)
-        if real is None:
-            real = self.subject.make_key(wire)
-            self._real[wire] = real
-            self._wire[real] = wire
-        return real
+        self.keys = KeyMap(self.subject.make_key)
+        self.key = self.keys.real
+        self.given: deque[tuple[str, Any, Any]] = deque(maxlen=16)
+        """The last argument containers handed to the policy, each with a
+        copy taken before its call: the runner's own copies never reach the
+        policy, so only this process can see the policy change them."""
 
     def wire_key(self, real: object) -> object:
-        try:
-            return self._wire.get(real, repr(real))
-        except TypeError:
-            return repr(real)
+        k = self.keys.model(real)
+        return repr(real) if k is None else k
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        """``_answer``, plus ``args``: after every policy call, whether the
+        policy changed any container it was given (spec/protocol.md)."""
+        reply = self._answer(request)
+        if request.get("op") not in ("hello", "create", "set_ref") and self.given:
+            reply["args"] = self._changed()
+        return reply
+
+    def _changed(self) -> str:
+        """"" when every kept container still equals its copy, else what
+        changed (and the containers are forgotten: reported once)."""
+        for op, container, original in self.given:
+            if container != original:
+                self.given.clear()
+                what = "keys list" if op == "touch" else "protected set"
+                return (f"the {what} given to {op} was changed by the policy (now "
+                        f"{len(container)} items, was {len(original)})")
+        return ""
 
     def handle(self, block: object) -> object:
         """The wire handle of a block the policy returned: its id, or a
@@ -64,13 +78,14 @@ class Server:
             return {"id": -1 - block_id, "ref_cnt": ref}
         return {"id": block_id, "ref_cnt": ref}
 
-    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if op == "hello":
             return {"ok": True, "protocol": PROTOCOL, "name": self.subject.name,
                     "capabilities": sorted(self.subject.capabilities & {"clear", "mark"})}
         if op == "create":
             self.blocks = {}
+            self.given.clear()
             self.policy = self.subject.build(int(request["capacity"]))
             return {"ok": True}
         if op == "set_ref":
@@ -86,10 +101,13 @@ class Server:
         if op == "get":
             return {"ok": True, "result": self.handle(policy.get(self.key(request["key"])))}
         if op == "touch":
-            policy.touch([self.key(k) for k in request["keys"]])
+            keys = [self.key(k) for k in request["keys"]]
+            self.given.append(("touch", keys, list(keys)))
+            policy.touch(keys)
             return {"ok": True}
         if op == "evict":
             protected = {self.key(k) for k in request["protected"]}
+            self.given.append(("evict", protected, set(protected)))
             return {"ok": True, "result": self.pairs(policy.evict(int(request["n"]), protected))}
         if op in ("remove", "mark_evictable", "mark_non_evictable"):
             getattr(policy, op)(self.key(request["key"]))
