@@ -114,7 +114,7 @@ class ActionSource:
         Keys are not equally likely: their weights differ by at most
         ceil(256 / span) / floor(256 / span) (3/2 for the default 100 keys),
         which does not matter for a touch; a float drawn per key in Python
-        took three times as long."""
+        is much slower (benchmarks/results.txt)."""
         self._store_groups: list[list[int]] = []
         """The keys of each run of stores this source drew (a request's
         stores, completed or failed together), until taken; checked on use."""

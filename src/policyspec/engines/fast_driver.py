@@ -8,11 +8,12 @@ returned blocks, ``get`` of every key an action named, ``ref_cnt`` of the
 blocks involved; ``sweep`` checks every present key and every block id.
 The first difference raises ``Difference``; the full harness judges it.
 
-Written for speed, and measured: plain loops wherever the policy is
-called (on Python 3.11 a call from Python code to the policy's Python
-method costs about half of the same call made from ``map``), trivial oracle
-writes (one dict entry) inline; the oracle's logic (touch order, victims,
-commits) stays in ``FastOracle``.
+Written for speed: plain loops wherever the policy is called (on CPython a
+call from Python code to the policy's Python method stays in the
+interpreter loop, one made from ``map`` goes through C and costs more;
+benchmarks/results.txt has the figures), trivial oracle writes (one dict
+entry) inline; the oracle's logic (touch order, victims, commits) stays in
+``FastOracle``.
 """
 
 from __future__ import annotations

@@ -68,8 +68,7 @@ def _collect_garbage(stats: MachineStats) -> None:
     closures and strategies) that outlive the young generations, and
     Python collects the oldest one rarely. With this, chunks of at most 10
     examples and no strategy cached per key list, a ``check`` ten times
-    longer peaks at the same memory (benchmarks: ratio 2.03 before, 1.00
-    after)."""
+    longer peaks at the same memory (benchmarks/results.txt, memory)."""
     if stats.examples % GC_EVERY == 0:
         gc.collect()
 
@@ -286,9 +285,8 @@ def run_machine(
     MIN_SHRINK_SECONDS; ``_shrinking_for``). A trace whose shrinking was
     probably cut is handed on as not shrunk, for policyspec's minimiser,
     unless ``keep_cut``. Hypothesis keeps every example of a run until the
-    run ends, so ``chunk`` also sets the peak memory: with 10 rather than
-    40 the peak stayed flat from a 10 s to a 30 s run (3.3 and 3.5 MB), and
-    more examples ran per second."""
+    run ends, so ``chunk`` also sets the peak memory: small chunks keep it
+    flat however long the run (benchmarks/results.txt, memory)."""
     result = EngineRun(engine=engine)
     started = time.monotonic()
     index = 0

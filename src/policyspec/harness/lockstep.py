@@ -29,25 +29,12 @@ from policyspec.harness.watchdog import current as _watch
 from policyspec.keymap import KeyMap
 from policyspec.model.actions import Action, Primitive, expand, is_legal
 from policyspec.model.state import State
-from policyspec.model.step import ProfileModel
+from policyspec.model.step import PRESENCE_REQUIREMENT, ProfileModel
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
 __all__ = ["Lockstep", "unobservable"]
-
-# Which requirement a presence change breaks, by the call that made it.
-_PRESENCE_REQ = {
-    "insert": "INSERT-ADDS",
-    "remove": "REMOVE-DROPS",
-    "touch": "TOUCH-KEEPS-MEMBERSHIP",
-    "mark_evictable": "MARK-KEEPS-MEMBERSHIP",
-    "mark_non_evictable": "MARK-KEEPS-MEMBERSHIP",
-    "evict": "EVICT-REMOVES",
-    "clear": "CLEAR-EMPTIES",
-    "get": "GET-PURE",
-}
-
 
 def unobservable(subject: Subject) -> dict[str, str]:
     """Requirements no call on ``subject`` can show, with the reason and
@@ -227,7 +214,7 @@ class Lockstep:
         self._check_blocks(op)
         self._check_arguments()
         if self.observe:
-            requirement = _PRESENCE_REQ.get(op, "GET-PURE")
+            requirement = PRESENCE_REQUIREMENT.get(op, "GET-PURE")
             if op == "evict" and result is None:
                 requirement = "EVICT-ATOMIC"
             self._check_presence(op, requirement)

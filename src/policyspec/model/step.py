@@ -30,12 +30,28 @@ from policyspec.model.state import IDLE, IN_FLIGHT, State
 
 __all__ = [
     "PREDICT",
+    "PRESENCE_REQUIREMENT",
     "Diagnosis",
     "ProfileModel",
     "Refinement",
     "Step",
     "set_ref",
 ]
+
+
+PRESENCE_REQUIREMENT: Final = {
+    "get": "GET-PURE",
+    "insert": "INSERT-ADDS",
+    "remove": "REMOVE-DROPS",
+    "touch": "TOUCH-KEEPS-MEMBERSHIP",
+    "mark_evictable": "MARK-KEEPS-MEMBERSHIP",
+    "mark_non_evictable": "MARK-KEEPS-MEMBERSHIP",
+    "evict": "EVICT-REMOVES",
+    "clear": "CLEAR-EMPTIES",
+}
+"""The requirement a wrong presence right after a call breaks, by call:
+the contract of that call (spec/*.md). The model judges victims; presence
+is what whoever observes the policy through ``get`` compares with it."""
 
 
 class _Predict:

@@ -20,6 +20,7 @@ from policyspec.adapters.seed import unwrap
 from policyspec.model import operations as ops
 from policyspec.model.evict import commit_evict, evict_violation
 from policyspec.model.state import State
+from policyspec.model.step import PRESENCE_REQUIREMENT
 from policyspec.profiles import Profile
 from policyspec.prove.abstraction import Abstraction
 from policyspec.subject import Block, Subject
@@ -29,16 +30,7 @@ __all__ = ["Divergence", "ProofSubject", "check_step"]
 # The requirement a wrong state after ``op`` breaks: presence, then
 # eligibility (the idle set). Order (exact profiles) goes to the
 # refinement's culprit for ``op``.
-_PRESENCE = {
-    "get": "GET-PURE",
-    "insert": "INSERT-ADDS",
-    "remove": "REMOVE-DROPS",
-    "touch": "TOUCH-KEEPS-MEMBERSHIP",
-    "mark_evictable": "MARK-KEEPS-MEMBERSHIP",
-    "mark_non_evictable": "MARK-KEEPS-MEMBERSHIP",
-    "evict": "EVICT-REMOVES",
-    "clear": "CLEAR-EMPTIES",
-}
+_PRESENCE = PRESENCE_REQUIREMENT
 _ELIGIBILITY = {
     **_PRESENCE,
     "insert": "INSERT-IN-FLIGHT-NOT-ELIGIBLE",

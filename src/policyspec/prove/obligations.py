@@ -10,7 +10,7 @@ precondition; a later failing assert, whose message is the broken
 requirement id, is a counterexample) rather than PEP 316: under PEP 316
 CrossHair would also enforce every contract of the model functions they
 call and the ``State`` invariant on each construction, which took most of
-the time of every path (measured: about 60%) and proves nothing new here.
+the time of every path and proves nothing new here.
 
 The policy under proof is named by environment variables (set by the parent
 process, policyspec.prove.proof_target) and loaded once, at import, before
