@@ -13,8 +13,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from policyspec.model.request import GROUP_STRIDE
+
 __all__ = [
     "ALL_CAPABILITIES",
+    "KNOWN_CAPABILITIES",
     "Block",
     "SeedPolicy",
     "Subject",
@@ -24,6 +27,10 @@ __all__ = [
 
 ALL_CAPABILITIES = frozenset({"clear", "mark"})
 """Optional parts of the seed API: ``clear`` (R2+), ``mark`` (mark_*, R3+)."""
+KNOWN_CAPABILITIES = ALL_CAPABILITIES | {"hooks", "isolated", "evict_until"}
+"""Every capability a requirement may need: also ``hooks`` (the request
+hooks of R8 and R9, vLLM 0.33), ``isolated`` (run under --isolate) and
+``evict_until`` (R7)."""
 
 
 class SeedPolicy(Protocol):
@@ -57,10 +64,14 @@ class Block:
         return f"Block(ref_cnt={self.ref_cnt}, block_id={self.block_id})"
 
 
-def offload_key(index: int, group: int = 0) -> bytes:
-    """A key in vLLM's OffloadKey format: block-hash bytes followed by the KV
-    group index as 4 big-endian bytes. Distinct indexes give distinct keys."""
-    digest = hashlib.blake2b(index.to_bytes(8, "big", signed=True), digest_size=16).digest()
+def offload_key(index: int) -> bytes:
+    """The real key of model key ``index``, in vLLM's OffloadKey format:
+    block-hash bytes, then the KV-cache group index as 4 big-endian bytes.
+    The group is ``index // GROUP_STRIDE`` (model/request.py), so keys of
+    several groups may share a block hash, as in vLLM; distinct indexes give
+    distinct keys."""
+    group, block = divmod(index, GROUP_STRIDE)
+    digest = hashlib.blake2b(block.to_bytes(8, "big", signed=True), digest_size=16).digest()
     return digest + group.to_bytes(4, "big")
 
 
@@ -73,6 +84,9 @@ class Subject:
     build: Callable[[int], SeedPolicy]
     make_block: Callable[[int, int], Any] = Block
     make_key: Callable[[int], Hashable] = offload_key
+    make_request: Callable[[str], Any] | None = None
+    """Makes vLLM's ``ReqContext`` for a request id, for a policy that gets
+    request hooks (capability ``hooks``); None otherwise."""
     api: str = "R3"
     capabilities: frozenset[str] = ALL_CAPABILITIES
     notes: tuple[str, ...] = field(default=())

@@ -19,7 +19,7 @@ from policyspec.adapters import standins
 from policyspec.adapters.blocks import block_factory, block_type, req_context_class
 from policyspec.adapters.errors import TargetError
 from policyspec.adapters.revisions import FORK_HOOKS, block_kind, detect
-from policyspec.adapters.seed import adapt
+from policyspec.adapters.seed import HOOK_REVISIONS, adapt
 from policyspec.adapters.standins.placeholders import LoadRecord
 from policyspec.adapters.target import import_target, parse_target, resolve_class
 from policyspec.protocols import API_NAMES, check_signatures, own_member
@@ -126,6 +126,8 @@ def _subject(
         )
     if own_member(cls, "evict_until") is not None:
         capabilities.add("evict_until")
+    if chosen in HOOK_REVISIONS:
+        capabilities.add("hooks")
     if found.hooks:
         notes.append(f"hooks the policy defines: {', '.join(found.hooks)}")
     if found.fork_hooks:
@@ -141,6 +143,7 @@ def _subject(
         build=_builder(cls, chosen, "evict_until" in capabilities),
         make_block=make_block,
         make_key=offload_key,
+        make_request=req_context_class() if chosen in HOOK_REVISIONS else None,
         api=chosen,
         capabilities=frozenset(capabilities),
         notes=tuple(notes),

@@ -18,6 +18,13 @@ where they do not, so the wrapper costs one extra call at most:
   then the number of offered keys already cached before the first missing
   one (the batch's prefix depth), otherwise 0 and one session per insert.
 
+* R8, R9: the request hooks ``on_store_miss(keys, ctx)``,
+  ``on_request_access(keys, ctx)`` and ``on_request_finished(groups,
+  insertion_only, reused, ctx)``, the policy's own or, for a class that
+  lacks one, the default of vLLM's ``CachePolicy`` base class (touch,
+  nothing, one touch per group); and R9's ``insert(key, block, ctx)`` with
+  the storing request's context (the default context when none is given).
+
 ``req_context`` is a vLLM ``ReqContext`` the harness may replace
 (``use_request(req_id)``); ``evict_until`` is exposed when the policy
 defines it; ``policy`` is the wrapped object.
@@ -30,10 +37,12 @@ from typing import Any
 
 from policyspec.subject import SeedPolicy
 
-__all__ = ["SeedAdapter", "adapt", "unwrap"]
+__all__ = ["HOOK_REVISIONS", "SeedAdapter", "adapt", "unwrap"]
 
 _TOUCH_CONTEXT = frozenset({"R4", "R5", "R6", "R6-draft", "R7", "R7b", "R8", "R9"})
 _SESSIONS = frozenset({"R6", "R6-draft"})
+HOOK_REVISIONS = frozenset({"R8", "R9"})
+"""Revisions whose manager calls the request hooks (capability ``hooks``)."""
 
 
 def _no_op(*_args: Any) -> None:
@@ -54,6 +63,9 @@ class SeedAdapter:
         "insert",
         "mark_evictable",
         "mark_non_evictable",
+        "on_request_access",
+        "on_request_finished",
+        "on_store_miss",
         "policy",
         "remove",
         "req_context",
@@ -73,6 +85,9 @@ class SeedAdapter:
     mark_evictable: Callable[[Any], None]
     mark_non_evictable: Callable[[Any], None]
     evict_until: Callable[[Callable[[list[Any]], bool], Collection[Any]], Any]
+    on_store_miss: Callable[[Iterable[Any], Any], None]
+    on_request_access: Callable[[Iterable[Any], Any], None]
+    on_request_finished: Callable[[Any, Any, Any, Any], None]
 
     def __init__(self, policy: Any, revision: str, req_context: Any) -> None:
         self.policy = policy
@@ -148,10 +163,19 @@ def adapt(
     if revision == "R9":
         policy_insert = policy.insert
 
-        def insert_in_request(key: Any, block: Any) -> None:
-            policy_insert(key, block, w.req_context)
+        def insert_in_request(key: Any, block: Any, req_context: Any = None) -> None:
+            policy_insert(key, block, w.req_context if req_context is None else req_context)
 
         w.insert = insert_in_request
+    elif revision in HOOK_REVISIONS:
+        policy_plain_insert = policy.insert
+
+        def insert_without_request(key: Any, block: Any, req_context: Any = None) -> None:
+            policy_plain_insert(key, block)  # R8's insert takes no context
+
+        w.insert = insert_without_request
+    if revision in HOOK_REVISIONS:
+        _hooks(w, policy)
     if revision == "R7b":
         policy_evict = policy.evict
 
@@ -162,6 +186,26 @@ def adapt(
     if revision in _SESSIONS:
         _sessions(w, policy, draft=revision == "R6-draft")
     return w
+
+
+def _hooks(w: SeedAdapter, policy: Any) -> None:
+    """The policy's request hooks, or the base class's defaults for those it
+    lacks (a class written without vLLM's ``CachePolicy`` as its base)."""
+    touch = policy.touch
+
+    def store_miss(keys: Iterable[Any], req_context: Any) -> None:
+        touch(keys, req_context)
+
+    def access(keys: Iterable[Any], req_context: Any) -> None:
+        return None
+
+    def finished(groups: Any, insertion_only: Any, reused: Any, req_context: Any) -> None:
+        for keys in groups:
+            touch(keys, req_context)
+
+    w.on_store_miss = getattr(policy, "on_store_miss", store_miss)
+    w.on_request_access = getattr(policy, "on_request_access", access)
+    w.on_request_finished = getattr(policy, "on_request_finished", finished)
 
 
 def _sessions(w: SeedAdapter, policy: Any, *, draft: bool) -> None:

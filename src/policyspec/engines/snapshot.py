@@ -95,10 +95,11 @@ _SHARED = frozenset({
     "subject", "profile", "capacity", "observe", "fatal", "has_mark", "isolated",
     "has_clear", "allocator", "keys", "_next_block_id", "calls",
     "model",  # immutable: every step makes a new one
+    "threads", "_actions", "_worker",  # one second thread serves every branch in turn
 })
 _COPIED = frozenset({
     "policy", "blocks", "_given", "last_evict", "written", "known", "trace",
-    "soft", "checked",
+    "soft", "checked", "contexts",
 })
 
 
@@ -110,12 +111,12 @@ def fork(h: Lockstep) -> Lockstep:
     if set(vars(h)) - _SHARED - _COPIED:
         memo: dict[int, Any] = {
             id(x): x
-            for x in (h.subject, h.profile, h.fatal, h.keys, h.model)
+            for x in (h.subject, h.profile, h.fatal, h.keys, h.model, h._worker)
         }
         return copy.deepcopy(h, memo)
     new = copy.copy(h)
-    new.policy, new.blocks, new._given, new.last_evict = clone(
-        (h.policy, h.blocks, h._given, h.last_evict), {}
+    new.policy, new.blocks, new._given, new.last_evict, new.contexts = clone(
+        (h.policy, h.blocks, h._given, h.last_evict, h.contexts), {}
     )
     new.written = dict(h.written)
     new.known = set(h.known)

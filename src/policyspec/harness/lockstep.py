@@ -12,6 +12,7 @@ presence through ``get``, the argument containers) and raises a
 
 from __future__ import annotations
 
+import threading
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable
 from time import monotonic
@@ -27,7 +28,7 @@ from policyspec.harness.failures import (
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as _watch
 from policyspec.keymap import KeyMap
-from policyspec.model.actions import Action, Primitive, expand, is_legal
+from policyspec.model.actions import Action, Primitive, expand
 from policyspec.model.state import State
 from policyspec.model.step import PRESENCE_REQUIREMENT, ProfileModel
 from policyspec.profiles import Profile
@@ -71,6 +72,7 @@ class Lockstep:
         *,
         observe: bool = True,
         fatal: Callable[[str], bool] | None = None,
+        threads: bool | None = None,
     ) -> None:
         self.subject = subject
         self.profile = profile
@@ -101,6 +103,15 @@ class Lockstep:
         (None also when the call raised): the manager engine frees ids from
         it as vLLM's manager would, whatever the checks made of it."""
         self._given: deque[tuple[str, Any, Any]] = deque(maxlen=16)
+        self.contexts: dict[int, Any] = {}
+        """The ``ReqContext`` of each model request (made once, kept across
+        clears as vLLM's request contexts are)."""
+        self.threads = subject.has("hooks") if threads is None else threads
+        """Every other action runs on a second thread (serialized), as
+        0.33's poll thread calls a policy: on by default where the revision
+        has the request hooks."""
+        self._worker: _Worker | None = None
+        self._actions = 0
 
     # -- the model ----------------------------------------------------------
 
@@ -129,13 +140,34 @@ class Lockstep:
     def apply(self, action: Action) -> object:
         """Run one caller action on policy and model; return the policy's
         result of its last call (the victims for evict, the block for get)."""
-        if not is_legal(self.state, action):
+        if not self.model.allows(action):
             raise CallerContractError(f"illegal action {action!r} in state {self.state!r}")
         self.trace.append(action)
+        self._actions += 1
+        if self.threads and self._actions % 2 == 0:
+            self.checked["API-ANY-THREAD"] += 1
+            return self._on_worker(action)
+        return self._expanded(action)
+
+    def _expanded(self, action: Action) -> object:
         result: object = None
         for primitive in expand(self.state, action):
             result = self._primitive(primitive)
         return result
+
+    def _on_worker(self, action: Action) -> object:
+        """``_expanded`` on the second thread; its failures are raised here.
+        A call that never returns there ends the run (API-RETURNS)."""
+        if self._worker is None:
+            self._worker = _Worker()
+        try:
+            return self._worker.run(lambda: self._expanded(action))
+        except CallTimeout:
+            _watch.op = None
+            self._worker = None  # stuck in the policy: abandoned
+            self._fail("API-RETURNS", f"{action[0]}{action[1:]!r} did not return within the "
+                       "call time limit (on the manager's second thread)")
+            return None
 
     def run(self, actions: Iterable[Action]) -> None:
         for action in actions:
@@ -194,7 +226,7 @@ class Lockstep:
             raise
         except (Exception, SystemExit) as exc:  # the policy's own fault becomes a verdict
             self._fail(
-                "TOUCH-TOTAL" if op == "touch" else "API-NO-RAISE",
+                _TOTAL.get(op, "API-NO-RAISE"),
                 f"{op}({self._args(args)}) raised {type(exc).__name__}: {exc}; the call "
                 "meets the caller contract, so the spec requires it to return normally",
             )
@@ -227,7 +259,7 @@ class Lockstep:
         self.written[k] = (ref, self.written[k][1])
         self._step(("set_ref", k, ref))
 
-    def _insert(self, k: int, ref: int) -> None:
+    def _insert(self, k: int, ref: int, r: int | None = None) -> None:
         if self.allocator is None:
             block_id = self._next_block_id
             self._next_block_id += 1
@@ -235,8 +267,12 @@ class Lockstep:
             block_id = self.allocator(k)
         block = self.subject.make_block(ref, block_id)
         self.known.add(k)
-        self._call("insert", self.policy.insert, self.key(k), block)
-        self._step(("insert", k, ref))
+        if r is None:
+            self._call("insert", self.policy.insert, self.key(k), block)
+            self._step(("insert", k, ref))
+        else:
+            self._call("insert", self.policy.insert, self.key(k), block, self.context(r))
+            self._step(("insert", k, ref, r))
         self.blocks[k] = block
         self.written[k] = (ref, block_id)
 
@@ -263,6 +299,49 @@ class Lockstep:
         if self.has_mark:
             self._call("mark_non_evictable", self.policy.mark_non_evictable, self.key(k))
         self._step(("mark_non_evictable", k))
+
+    # -- the request level (spec/request.md) -----------------------------------
+
+    def context(self, r: int) -> Any:
+        """The real ``ReqContext`` of model request ``r``."""
+        ctx = self.contexts.get(r)
+        if ctx is None:
+            make = self.subject.make_request
+            if make is None:
+                raise CallerContractError("a request call on a policy without request hooks")
+            ctx = self.contexts[r] = make(f"policyspec-req-{r}")
+        return ctx
+
+    def _set_positions(self, r: int, placed: tuple[tuple[int, int], ...]) -> None:
+        ctx = self.context(r)
+        for k, position in placed:
+            ctx.set_offload_key_position(self.key(k), position)
+        self._step(("set_positions", r, placed))
+
+    def _on_store_miss(self, r: int, keys: tuple[int, ...]) -> None:
+        self.known.update(keys)
+        self._call("on_store_miss", self.policy.on_store_miss,  # type: ignore[attr-defined]
+                   [self.key(k) for k in keys], self.context(r))
+        self.checked["HOOK-TOTAL"] += 1
+        self._step(("on_store_miss", r, keys))
+
+    def _on_request_access(self, r: int, keys: tuple[int, ...]) -> None:
+        self.known.update(keys)
+        self._call("on_request_access", self.policy.on_request_access,  # type: ignore[attr-defined]
+                   [self.key(k) for k in keys], self.context(r))
+        self.checked["HOOK-TOTAL"] += 1
+        self._step(("on_request_access", r, keys))
+
+    def _on_request_finished(
+        self, r: int, groups: tuple[tuple[int, ...], ...], insertion_only: frozenset[int],
+        reused: frozenset[int],
+    ) -> None:
+        real_groups = tuple(tuple(self.key(k) for k in group) for group in groups)
+        self._call("on_request_finished", self.policy.on_request_finished,  # type: ignore[attr-defined]
+                   real_groups, {self.key(k) for k in insertion_only},
+                   {self.key(k) for k in reused}, self.context(r))
+        self.checked["HOOK-TOTAL"] += 1
+        self._step(("on_request_finished", r, groups, insertion_only, reused))
 
     def _get(self, k: int) -> object:
         self.known.add(k)
@@ -432,6 +511,10 @@ class Lockstep:
 
 _HANDLERS: dict[str, Callable[..., object]] = {
     "set_ref": Lockstep._set_ref,
+    "set_positions": Lockstep._set_positions,
+    "on_store_miss": Lockstep._on_store_miss,
+    "on_request_access": Lockstep._on_request_access,
+    "on_request_finished": Lockstep._on_request_finished,
     "insert": Lockstep._insert,
     "remove": Lockstep._remove,
     "touch": Lockstep._touch,
@@ -442,6 +525,15 @@ _HANDLERS: dict[str, Callable[..., object]] = {
     "evict": Lockstep._evict,
 }
 
+_TOTAL = {
+    "touch": "TOUCH-TOTAL",
+    "on_store_miss": "HOOK-TOTAL",
+    "on_request_access": "HOOK-TOTAL",
+    "on_request_finished": "HOOK-TOTAL",
+}
+"""Calls whose contract has its own "accepts any keys" requirement: a raise
+there breaks it rather than API-NO-RAISE."""
+
 _COSTLY = frozenset({"API-RETURNS", "API-PROCESS-ALIVE"})
 """Failures whose replays cost a time limit or a process: engines stop at
 once and the trace is shrunk with few tries (session._minimise)."""
@@ -449,6 +541,40 @@ once and the trace is shrunk with few tries (session._minimise)."""
 
 class _Stop(Exception):
     """A failure ended this call early; the model was not advanced."""
+
+
+class _Worker:
+    """The second thread: runs one function at a time for the harness and
+    hands back its result or its exception (calls stay serialized)."""
+
+    def __init__(self) -> None:
+        self._job: Callable[[], object] | None = None
+        self._result: object = None
+        self._error: BaseException | None = None
+        self._start = threading.Event()
+        self._done = threading.Event()
+        threading.Thread(target=self._loop, daemon=True, name="policyspec-poll").start()
+
+    def _loop(self) -> None:
+        while True:
+            self._start.wait()
+            self._start.clear()
+            job, self._job = self._job, None
+            try:
+                self._result, self._error = job() if job is not None else None, None
+            except BaseException as exc:  # handed to the harness's thread
+                self._result, self._error = None, exc
+            self._done.set()
+
+    def run(self, job: Callable[[], object]) -> object:
+        self._done.clear()
+        self._job = job
+        self._start.set()
+        self._done.wait()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._result
 
 
 def _show_keys(keys: Iterable[int]) -> str:

@@ -23,6 +23,7 @@ from policyspec.model.preconditions import (
     can_start_read,
     can_touch,
 )
+from policyspec.model.request import Requests, can_access, can_finish, can_store_miss
 from policyspec.model.state import IDLE, State
 
 __all__ = [
@@ -36,7 +37,11 @@ __all__ = [
 Action = tuple[Any, ...]
 """("insert", key, ref_cnt) | ("finish_store", key) | ("remove", key) |
 ("start_read", key) | ("end_read", key) | ("touch", keys_tuple) |
-("evict", n, protected_frozenset) | ("get", key) | ("clear",)"""
+("evict", n, protected_frozenset) | ("get", key) | ("clear",); and the
+request level (model/request.py), each its own call: ("set_positions", r,
+((key, position), ...)), ("insert", key, ref_cnt, r), ("on_store_miss", r,
+keys_tuple), ("on_request_access", r, keys_tuple), ("on_request_finished",
+r, groups, insertion_only, reused)"""
 
 Primitive = tuple[Any, ...]
 """A policy call (``insert``, ``remove``, ``touch``, ``mark_evictable``,
@@ -56,9 +61,12 @@ ACTION_NAMES = (
 )
 
 
-def is_legal(state: State, action: Action) -> bool:
-    """Whether the caller contract allows ``action`` in ``state``."""
+def is_legal(state: State, action: Action, requests: Requests | None = None) -> bool:
+    """Whether the caller contract allows ``action`` in ``state`` (and, for
+    the request level, with these ``requests``: none opened by default)."""
     op = action[0]
+    if op in _REQUEST_LEVEL:
+        return _request_legal(state, requests or Requests(), action)
     if op == "insert":
         return can_insert(state, action[1], action[2])
     if op == "finish_store":
@@ -78,6 +86,22 @@ def is_legal(state: State, action: Action) -> bool:
     if op == "clear":
         return can_clear(state)
     raise ValueError(f"unknown action {op!r}")
+
+
+_REQUEST_LEVEL = frozenset({
+    "set_positions", "on_store_miss", "on_request_access", "on_request_finished",
+})
+
+
+def _request_legal(state: State, requests: Requests, action: Action) -> bool:
+    op = action[0]
+    if op == "set_positions":
+        return True  # the scheduler may place keys at any time
+    if op == "on_store_miss":
+        return can_store_miss(state, requests, action[1], action[2])
+    if op == "on_request_access":
+        return can_access(state, requests, action[1], action[2])
+    return can_finish(requests, action[1])
 
 
 def expand(state: State, action: Action) -> Sequence[Primitive]:

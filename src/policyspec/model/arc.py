@@ -21,10 +21,12 @@ __all__ = [
     "clear",
     "commit",
     "evict",
+    "finish",
     "insert",
     "is_ready",
     "remove",
     "start",
+    "store_miss",
     "touch",
     "victims",
 ]
@@ -162,14 +164,71 @@ def touch(arc: ArcState, state: State, keys: Sequence[int]) -> ArcState:
                 after.t1.append(key)
         elif key in after.t2:
             _to_end(after.t2, key)
-        elif key in after.b1:
-            delta = max(1, len(after.b2) / len(after.b1))
-            after.target = min(after.target + delta, after.capacity)
-            _to_end(after.b1, key)
-        elif key in after.b2:
-            delta = max(1, len(after.b1) / len(after.b2))
-            after.target = max(after.target - delta, 0)
-            _to_end(after.b2, key)
+        else:
+            _adapt(after, key)
+    return after
+
+
+def _adapt(after: ArcState, key: int) -> bool:
+    """A ghost hit on ``after`` (changed in place): B1 raises the target by
+    max(1, |B2| / |B1|) up to the capacity, B2 lowers it by max(1, |B1| /
+    |B2|) down to 0, and the ghost becomes its list's most recent. False
+    when ``key`` is no ghost."""
+    if key in after.b1:
+        delta = max(1, len(after.b2) / len(after.b1))
+        after.target = min(after.target + delta, after.capacity)
+        _to_end(after.b1, key)
+        return True
+    if key in after.b2:
+        delta = max(1, len(after.b1) / len(after.b2))
+        after.target = max(after.target - delta, 0)
+        _to_end(after.b2, key)
+        return True
+    return False
+
+
+def store_miss(arc: ArcState, keys: Sequence[int]) -> ArcState:
+    """ARC-STORE-MISS-ADAPT (vLLM 0.33): the manager reports the keys it is
+    about to store before ``insert`` erases their ghosts; walking them from
+    last to first, each ghost adapts the target as a touch of it would.
+    Resident lists do not change (the keys are misses).
+
+    post: __return__.t1 == arc.t1 and __return__.t2 == arc.t2
+    post: sorted(__return__.b1) == sorted(arc.b1)
+    post: sorted(__return__.b2) == sorted(arc.b2)
+    """
+    after = arc.copy()
+    for key in reversed(list(keys)):
+        _adapt(after, key)
+    return after
+
+
+def finish(
+    arc: ArcState, keys: Sequence[int], insertion_only: Collection[int], reused: Collection[int]
+) -> ArcState:
+    """ARC-FINISH-REUSE (vLLM 0.33): a finished request's keys, head to
+    tail (``request.ordered_keys``), walked from last to first: a key the
+    request only inserted becomes the most recent of the list it is in
+    (a store is no frequency hit); a key it reused moves from T1 to the most
+    recent end of T2, or to that end within T2; any other key is left.
+
+    post: sorted(__return__.t1 + __return__.t2) == sorted(arc.t1 + arc.t2)
+    post: __return__.b1 == arc.b1 and __return__.b2 == arc.b2
+    post: __return__.target == arc.target
+    """
+    after = arc.copy()
+    for key in reversed(list(keys)):
+        if key in insertion_only:
+            if key in after.t1:
+                _to_end(after.t1, key)
+            elif key in after.t2:
+                _to_end(after.t2, key)
+        elif key in reused:
+            if key in after.t1:
+                after.t1.remove(key)
+                after.t2.append(key)
+            elif key in after.t2:
+                _to_end(after.t2, key)
     return after
 
 

@@ -17,6 +17,7 @@ from policyspec.model import arc
 from policyspec.model.actions import Primitive
 from policyspec.model.arc import ArcState
 from policyspec.model.arc_diagnosis import ARCDiagnosis
+from policyspec.model.request import Requests, ordered_keys
 from policyspec.model.state import State
 from policyspec.model.step import Diagnosis
 
@@ -40,6 +41,9 @@ class ARCRefinement:
         "mark_non_evictable": "ARC-MARK-NO-EFFECT",
         "evict": "ARC-EVICT-ORDER",
         "clear": "ARC-CLEAR-RESET",
+        "on_store_miss": "ARC-STORE-MISS-ADAPT",
+        "on_request_access": "ARC-ACCESS-NO-EFFECT",
+        "on_request_finished": "ARC-FINISH-REUSE",
     }
 
     def __init__(self, bound: int | None = None) -> None:
@@ -49,7 +53,7 @@ class ARCRefinement:
         return arc.start(capacity if self.bound is None else self.bound)
 
     def apply(
-        self, ext: ArcState, state: State, call: Primitive
+        self, ext: ArcState, state: State, call: Primitive, requests: Requests
     ) -> tuple[ArcState, tuple[str, ...]]:
         op = call[0]
         if op == "insert":
@@ -62,7 +66,18 @@ class ARCRefinement:
             return ext, ("ARC-MARK-NO-EFFECT",)
         if op == "clear":
             return arc.clear(ext), ("ARC-CLEAR-RESET",)
-        return ext, ()  # a manager write: ARC reads readiness from the core state
+        if op == "on_store_miss":
+            keys = call[2]
+            hit = any(k in ext.b1 or k in ext.b2 for k in keys)
+            return arc.store_miss(ext, keys), ("ARC-STORE-MISS-ADAPT",) if hit else ()
+        if op == "on_request_access":
+            return ext, ("ARC-ACCESS-NO-EFFECT",)
+        if op == "on_request_finished":
+            keys = ordered_keys(call[2], requests.get(call[1]).positions)
+            moves = any(k in ext.t1 or k in ext.t2 for k in keys)
+            after = arc.finish(ext, keys, call[3], call[4])
+            return after, ("ARC-FINISH-REUSE",) if moves else ()
+        return ext, ()  # a caller's write: ARC reads readiness from the core state
 
     def evict(
         self, ext: ArcState, state: State, n: int, protected: Collection[int]

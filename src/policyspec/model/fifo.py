@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from policyspec.model.actions import Primitive
+from policyspec.model.request import Requests
 from policyspec.model.state import IDLE, State
 from policyspec.model.step import Diagnosis
 
@@ -28,7 +29,9 @@ class FIFORefinement:
     def start(self, capacity: int) -> Order:
         return ()
 
-    def apply(self, ext: Order, state: State, call: Primitive) -> tuple[Order, tuple[str, ...]]:
+    def apply(
+        self, ext: Order, state: State, call: Primitive, requests: Requests
+    ) -> tuple[Order, tuple[str, ...]]:
         op = call[0]
         if op == "insert":
             return (*ext, call[1]), ("FIFO-INSERT-NEWEST",)

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from policyspec.model.actions import Primitive
 from policyspec.model.evict import lru_victims
+from policyspec.model.request import Requests
 from policyspec.model.state import IDLE, State
 from policyspec.model.step import Diagnosis
 
@@ -37,7 +38,9 @@ class LRURefinement:
     def start(self, capacity: int) -> None:
         return None
 
-    def apply(self, ext: None, state: State, call: Primitive) -> tuple[None, tuple[str, ...]]:
+    def apply(
+        self, ext: None, state: State, call: Primitive, requests: Requests
+    ) -> tuple[None, tuple[str, ...]]:
         op = call[0]
         if op == "insert":
             return None, ("LRU-INSERT-RECENCY",) if call[2] == IDLE else ()

@@ -19,13 +19,14 @@ eviction is compared exactly; only then are they counted as observed.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 from policyspec.model import operations as ops
-from policyspec.model.actions import Action, Primitive, expand
+from policyspec.model.actions import Action, Primitive, expand, is_legal
 from policyspec.model.evict import commit_evict, eligible, evict_violation, lru_victims
 from policyspec.model.probe import Probe, ProbeResult
+from policyspec.model.request import Requests
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 
 __all__ = [
@@ -48,6 +49,9 @@ PRESENCE_REQUIREMENT: Final = {
     "mark_non_evictable": "MARK-KEEPS-MEMBERSHIP",
     "evict": "EVICT-REMOVES",
     "clear": "CLEAR-EMPTIES",
+    "on_store_miss": "HOOK-KEEPS-MEMBERSHIP",
+    "on_request_access": "HOOK-KEEPS-MEMBERSHIP",
+    "on_request_finished": "HOOK-KEEPS-MEMBERSHIP",
 }
 """The requirement a wrong presence right after a call breaks, by call:
 the contract of that call (spec/*.md). The model judges victims; presence
@@ -83,10 +87,15 @@ class Refinement(Protocol):
         """The state of a freshly built policy of ``capacity``."""
         ...
 
-    def apply(self, ext: Any, state: State, call: Primitive) -> tuple[Any, tuple[str, ...]]:
-        """The state after ``call`` (any call but ``evict`` and ``get``,
-        manager writes included), and the requirement ids of this profile
-        the call exercised: they are counted once an eviction shows them."""
+    def apply(
+        self, ext: Any, state: State, call: Primitive, requests: Requests
+    ) -> tuple[Any, tuple[str, ...]]:
+        """The state after ``call`` (any call but ``evict`` and ``get``: the
+        seed calls, the request hooks, and the caller's writes ``set_ref``
+        and ``set_positions``), and the requirement ids of this profile the
+        call exercised: they are counted once an eviction shows them.
+        ``state`` and ``requests`` (the requests' positions and records,
+        model/request.py) are as they were before the call."""
         ...
 
     def evict(
@@ -159,9 +168,24 @@ def set_ref(state: State, key: int, ref_cnt: int) -> State:
     return after
 
 
+def _unchanged(state: State, *args: object) -> State:
+    """Request hooks and the scheduler's positions change no key's presence
+    or eligibility (HOOK-KEEPS-MEMBERSHIP): the core state stays."""
+    return state
+
+
+def _insert(state: State, key: int, ref_cnt: int, request: int | None = None) -> State:
+    """insert, with R9's storing request (which core does not look at)."""
+    return ops.insert(state, key, ref_cnt)
+
+
 _CORE: dict[str, Callable[..., State]] = {
     "set_ref": set_ref,
-    "insert": ops.insert,
+    "set_positions": _unchanged,
+    "on_store_miss": _unchanged,
+    "on_request_access": _unchanged,
+    "on_request_finished": _unchanged,
+    "insert": _insert,
     "remove": ops.remove,
     "touch": ops.touch,
     "mark_evictable": ops.mark_evictable,
@@ -187,6 +211,8 @@ class ProfileModel:
     idle): a victim among them shows MARK-EVICTABLE-ELIGIBLE holding."""
     pending: frozenset[str] = frozenset()
     """The refinement's ids exercised since the last compared eviction."""
+    requests: Requests = field(default_factory=Requests)
+    """What the caller contract knows of the requests (model/request.py)."""
 
     @classmethod
     def fresh(cls, refinement: Refinement | None, capacity: int | None) -> ProfileModel:
@@ -202,6 +228,10 @@ class ProfileModel:
         """The manager's calls and writes for a caller action, in this state
         (``model.actions.expand``)."""
         return expand(self.state, action)
+
+    def allows(self, action: Action) -> bool:
+        """The caller contract (``model.actions.is_legal``) in this state."""
+        return is_legal(self.state, action, self.requests)
 
     def after(self, actions: Sequence[Action]) -> ProfileModel:
         """The model after ``actions`` (caller-legal), each call answered by
@@ -226,7 +256,7 @@ class ProfileModel:
         ext: Any = self.ext
         ids: tuple[str, ...] = ()
         if self.refinement is not None:
-            ext, ids = self.refinement.apply(self.ext, self.state, call)
+            ext, ids = self.refinement.apply(self.ext, self.state, call, self.requests)
         marked = self.marked
         if op == "mark_evictable":
             marked = marked | {call[1]}
@@ -235,8 +265,10 @@ class ProfileModel:
         elif op == "clear":
             marked = frozenset()
         pending = self.pending | frozenset(ids) if ids else self.pending
+        requests = self.requests.after(call)
         return Step(
-            ProfileModel(self.refinement, state, ext, marked, pending), None, True, None, ()
+            ProfileModel(self.refinement, state, ext, marked, pending, requests),
+            None, True, None, (),
         )
 
     def _evict(
@@ -274,6 +306,7 @@ class ProfileModel:
                 ext if refinement is not None else None,
                 self.marked - gone,
                 frozenset(later) if refinement is not None else frozenset(),
+                self.requests,
             )
         return Step(after, expected, refinement is not None, violation, exercised)
 

@@ -1,0 +1,165 @@
+"""The ``lru-0.33`` profile's refinement (spec/lru-0.33.md): vLLM 0.33.0's
+request-ranked LRU.
+
+Every present key has a rank, a pair compared as a tuple; victims are the
+eligible keys of lowest rank, ties broken by the real key's bytes (0.33's
+heap holds ``(rank, key)``). A request gets one rank for all its batches;
+inside it a key ranks by its position, tails before heads, ``(request rank,
+-position)``. A request's finish, and ``touch``, commit recency: fresh
+global ranks over the keys tail first, so the head ends most recent.
+Pinning does not move a rank: ``mark_evictable`` keeps the rank the key
+had, unlike the seed LRU. ``clear`` restarts the ranks and a new cache
+generation, and ranks requests held before it are not reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import ClassVar
+
+from policyspec.model.actions import Primitive
+from policyspec.model.request import Requests, ordered_keys
+from policyspec.model.state import IDLE, State
+from policyspec.model.step import Diagnosis
+from policyspec.subject import offload_key
+
+__all__ = ["LRU033Refinement", "Ranks"]
+
+Rank = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """The request-ranked LRU's state beside the core state."""
+
+    rank: Mapping[int, Rank] = field(default_factory=dict)
+    """The rank of every present key."""
+    next_rank: int = 0
+    """The last global rank handed out (ranks count up from 1)."""
+    request_rank: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    """The rank each request got, and the generation it got it in."""
+    generation: int = 0
+
+    def fresh(self) -> tuple[Ranks, int]:
+        """The next global rank, and the state that handed it out."""
+        return replace(self, next_rank=self.next_rank + 1), self.next_rank + 1
+
+    def of_request(self, r: int) -> tuple[Ranks, int]:
+        """Request ``r``'s rank: the one it got in this generation, or a
+        fresh one (a rank from before a clear is not reused)."""
+        held = self.request_rank.get(r)
+        if held is not None and held[1] == self.generation:
+            return self, held[0]
+        after, rank = self.fresh()
+        return replace(after, request_rank={**self.request_rank, r: (rank, self.generation)}), rank
+
+    def recent(self, keys: Iterable[int], present: Collection[int]) -> Ranks:
+        """Fresh ranks for the present ones of ``keys``, in that order (so the
+        last one named ends most recent)."""
+        ranks, step = dict(self.rank), self.next_rank
+        for key in keys:
+            if key in present:
+                step += 1
+                ranks[key] = (step, 0)
+        return replace(self, rank=ranks, next_rank=step)
+
+
+class LRU033Refinement:
+    """vLLM 0.33.0's LRU (implements ``model.step.Refinement``)."""
+
+    order_requirement = "LRU033-EVICT-ORDER"
+    liveness_requirement = "LRU033-LIVENESS"
+    keeps_idle_order = False
+    _CULPRITS: ClassVar[dict[str, str]] = {
+        "insert": "LRU033-INSERT-RANK",
+        "on_request_access": "LRU033-ACCESS-RANK",
+        "on_request_finished": "LRU033-FINISH-COMMIT",
+        "touch": "LRU033-TOUCH-COMMIT",
+        "on_store_miss": "LRU033-TOUCH-COMMIT",
+        "mark_evictable": "LRU033-MARK-KEEPS-RANK",
+        "clear": "LRU033-CLEAR-RESET",
+    }
+
+    def start(self, capacity: int) -> Ranks:
+        return Ranks()
+
+    def apply(
+        self, ext: Ranks, state: State, call: Primitive, requests: Requests
+    ) -> tuple[Ranks, tuple[str, ...]]:
+        op = call[0]
+        present = state.refs
+        if op == "insert":
+            key = call[1]
+            r = call[3] if len(call) > 3 else None
+            position = requests.get(r).positions.get(key) if r is not None else None
+            if r is None or position is None:
+                after, rank = ext.fresh()
+                return replace(after, rank={**after.rank, key: (rank, 0)}), (
+                    "LRU033-INSERT-RANK",)
+            after, rank = ext.of_request(r)
+            return replace(after, rank={**after.rank, key: (rank, -position)}), (
+                "LRU033-INSERT-RANK",)
+        if op == "remove":
+            return replace(ext, rank={k: v for k, v in ext.rank.items() if k != call[1]}), ()
+        if op in ("touch", "on_store_miss"):
+            keys = call[1] if op == "touch" else call[2]  # 0.33's on_store_miss is touch
+            moves = any(k in present for k in keys)
+            return ext.recent(reversed(list(keys)), present), (
+                ("LRU033-TOUCH-COMMIT",) if moves else ())
+        if op == "on_request_access":
+            return _access(ext, present, requests.get(call[1]).positions, call[1], call[2])
+        if op == "on_request_finished":
+            r, groups = call[1], call[2]
+            keys = ordered_keys(groups, requests.get(r).positions)
+            moves = any(k in present for k in keys)
+            return ext.recent(reversed(keys), present), (
+                ("LRU033-FINISH-COMMIT",) if moves else ())
+        if op == "clear":
+            return Ranks(request_rank=ext.request_rank, generation=ext.generation + 1), (
+                "LRU033-CLEAR-RESET",)
+        if op == "mark_evictable":
+            return ext, ("LRU033-MARK-KEEPS-RANK",)
+        return ext, ()
+
+    def evict(
+        self, ext: Ranks, state: State, n: int, protected: Collection[int]
+    ) -> tuple[Ranks, list[int] | None, tuple[str, ...]]:
+        if n == 0:
+            return ext, [], ()
+        eligible = [
+            k for k in state.idle if state.refs.get(k) == IDLE and k not in protected
+        ]
+        if len(eligible) < n:
+            return ext, None, ()
+        eligible.sort(key=lambda k: (ext.rank[k], offload_key(k)))
+        chosen = eligible[:n]
+        gone = set(chosen)
+        return replace(ext, rank={k: v for k, v in ext.rank.items() if k not in gone}), chosen, ()
+
+    def culprit(self, op: str) -> str:
+        return self._CULPRITS.get(op, "LRU033-EVICT-ORDER")
+
+    def diagnosis(self) -> Diagnosis | None:
+        return None
+
+
+def _access(
+    ext: Ranks, present: Mapping[int, int], positions: Mapping[int, int], r: int,
+    keys: Iterable[int],
+) -> tuple[Ranks, tuple[str, ...]]:
+    """on_request_access: a resident key with a position rises to its
+    request's rank, never falls (the request is seen once, in batches)."""
+    after, request_rank = ext.of_request(r)
+    ranks = dict(after.rank)
+    raised = False
+    for key in keys:
+        position = positions.get(key)
+        if position is None or key not in present:
+            continue
+        rank = (request_rank, -position)
+        if ranks[key] >= rank:
+            continue
+        ranks[key] = rank
+        raised = True
+    return replace(after, rank=ranks), ("LRU033-ACCESS-RANK",) if raised else ()
