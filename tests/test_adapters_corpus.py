@@ -35,12 +35,14 @@ EXPECTED: dict[str, tuple[str, str, set[str]]] = {
         "ChunkLRUCachePolicy", "R7", {"clear", "mark", "evict_until"}
     ),
     "r7b_lru_deprioritized.py": ("DeprioritizingLRUCachePolicy", "R7b", {"clear", "mark"}),
-    "r8_mru_policy.py": ("MRUCachePolicy", "R8", {"clear", "mark"}),
-    "r9_lru_insert_req_context.py": ("RequestLRUCachePolicy", "R9", {"clear"}),
+    "r8_mru_policy.py": ("MRUCachePolicy", "R8", {"clear", "mark", "hooks"}),
+    "r9_lru_insert_req_context.py": ("RequestLRUCachePolicy", "R9", {"clear", "hooks"}),
     "faulty_lru_ignores_protected.py": ("CarelessLRUCachePolicy", "R3", {"clear", "mark"}),
     "faulty_fifo_evicts_in_flight.py": ("SpeculativeFIFOCachePolicy", "R1", set()),
     "faulty_touch_crashes_on_not_ready.py": ("TwoQueueCachePolicy", "R4", {"clear"}),
-    "faulty_insert_needs_key_position.py": ("PositionRankedLRUCachePolicy", "R9", {"clear"}),
+    "faulty_insert_needs_key_position.py": (
+        "PositionRankedLRUCachePolicy", "R9", {"clear", "hooks"}
+    ),
 }
 
 

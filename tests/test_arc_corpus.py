@@ -112,9 +112,13 @@ def test_every_arc_requirement_is_exercised_by_a_varied_sequence() -> None:
         ("insert", 0, IDLE), ("insert", 1, IDLE), ("insert", 2, IN_FLIGHT),
         ("touch", (1, 2)), ("start_read", 0), ("end_read", 0), ("evict", 1, frozenset()),
         ("touch", (0,)), ("insert", 3, IN_FLIGHT), ("remove", 3), ("evict", 1, frozenset()),
+        ("on_store_miss", 0, (0, 1, 3)), ("on_request_access", 0, (2,)),
+        ("on_request_finished", 0, ((2,),), frozenset(), frozenset({2})),
+        ("evict", 1, frozenset()),
         ("clear",), ("insert", 0, IDLE), ("evict", 1, frozenset()),
     ]
     for action in trace:
+        assert model.allows(action), action
         for call in model.calls(action):
             step = model.step(call)
             exercised.update(step.exercised)

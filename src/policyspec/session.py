@@ -26,6 +26,7 @@ from policyspec.exits import UsageError
 from policyspec.harness import Aborted
 from policyspec.harness.lockstep import unobservable
 from policyspec.harness.watchdog import Watchdog
+from policyspec.model.actions import Action
 from policyspec.profiles import Profile, get_profile
 from policyspec.registry import load_registry, requirements_for
 from policyspec.report import (
@@ -275,13 +276,15 @@ def _minimise(
 ) -> Finding:
     trace = finding.trace
     family = _family(profile, finding.requirement)
-    if not finding.shrunk and finding.requirement in ("API-RETURNS", "API-PROCESS-ALIVE"):
+    if not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
         with watchdog.shortened(0.5):
             trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
                            max_tries=40)
-    elif not finding.shrunk:
+    elif finding.requirement not in _COSTLY:
+        # Also after Hypothesis's own shrinking: it stops where dropping one
+        # step at a time fails (a key's whole story, one key fewer to evict).
         trace = minimise(trace, fails_with(subject, profile, capacity, family))
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
@@ -290,7 +293,42 @@ def _minimise(
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, again.message
     requirement = culprit(subject, profile, capacity, trace, requirement)
+    if subject.has("hooks"):
+        requirement, message = _request_level_blame(
+            subject, profile, capacity, trace, requirement, message)
     return Finding(requirement, message, trace, finding.engine, True)
+
+
+_COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
+_HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
+
+
+def _request_level_blame(
+    subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
+    requirement: str, message: str,
+) -> tuple[str, str]:
+    """Name the request level's requirement when it is the cause: the same
+    calls from one thread pass (API-ANY-THREAD), or the same trace without
+    its hook calls passes although the failure is a core one seen elsewhere
+    (HOOK-KEEPS-MEMBERSHIP: a hook changed what later calls see)."""
+    if failure_of(subject, profile, capacity, trace, threads=False) is None:
+        return "API-ANY-THREAD", (
+            f"the calls of the trace fail when every other step comes from a second thread, "
+            f"and pass from one thread ({message}); the spec requires the same behaviour "
+            "whichever of the manager's threads calls")
+    known = load_registry().get(requirement)
+    if known is None or known.profile != "core" or requirement.startswith("HOOK-"):
+        return requirement, message  # a refinement's order: hooks may move it
+    hooks = [i for i, a in enumerate(trace) if a[0] in _HOOKS]
+    if not hooks:
+        return requirement, message
+    without = tuple(a for a in trace if a[0] not in _HOOKS)
+    if failure_of(subject, profile, capacity, without) is None:
+        step = hooks[-1] + 1
+        return "HOOK-KEEPS-MEMBERSHIP", (
+            f"{message}; the trace passes without its request hooks, so the hook at step "
+            f"{step} changed what later calls see, which the spec forbids a hook to do")
+    return requirement, message
 
 
 def _family(profile: Profile, requirement: str) -> frozenset[str]:

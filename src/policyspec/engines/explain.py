@@ -146,7 +146,7 @@ class _WholeOrder:
     ) -> str | None:
         if not any(_as_set(r.got) != _as_set(r.expected) or r.broken for r in results):
             return None
-        if _LAST_CALL[action[0]] == "mark_evictable" and results:
+        if _LAST_CALL.get(action[0], action[0]) == "mark_evictable" and results:
             # The full probe evicts every eligible key: if the key just
             # marked is not among them, the mark did not make it eligible.
             whole = results[-1]
@@ -161,7 +161,7 @@ def _as_set(victims: Sequence[int] | None) -> frozenset[int] | None:
 
 # The policy call an action ends with (end_read ends with mark_evictable
 # when the last reader leaves, the only case that can move the order).
-_LAST_CALL = {
+_LAST_CALL: dict[str, str] = {
     "insert": "insert",
     "finish_store": "mark_evictable",
     "end_read": "mark_evictable",
@@ -176,4 +176,5 @@ _LAST_CALL = {
 def _culprit_of(action: Action, name_for: Callable[[str], str]) -> str:
     if action[0] == "get":
         return "GET-PURE"
-    return name_for(_LAST_CALL[action[0]])
+    op: str = action[0]
+    return name_for(_LAST_CALL.get(op, op))  # a request call is its own call

@@ -85,6 +85,12 @@ def _keys_of(action: Action) -> tuple[int, ...]:
         return tuple(sorted(action[2]))
     if op == "clear":
         return ()
+    if op == "set_positions":
+        return tuple(k for k, _ in action[2])
+    if op in ("on_store_miss", "on_request_access"):
+        return tuple(action[2])
+    if op == "on_request_finished":
+        return tuple(k for group in action[2] for k in group)
     return (action[1],)
 
 
@@ -98,6 +104,29 @@ def without_key(trace: Sequence[Action], key: int) -> tuple[Action, ...]:
             out.append(("touch", tuple(k for k in action[1] if k != key)))
         elif op == "evict":
             out.append(("evict", action[1], action[2] - {key}))
+        elif op in _REQUEST_CALLS:
+            smaller = _without_in_request(action, key)
+            if smaller is not None:
+                out.append(smaller)
         elif op == "clear" or action[1] != key:
             out.append(action)
     return tuple(out)
+
+
+_REQUEST_CALLS = frozenset({
+    "set_positions", "on_store_miss", "on_request_access", "on_request_finished",
+})
+
+
+def _without_in_request(action: Action, key: int) -> Action | None:
+    """A request call without ``key``; None when nothing is left to say
+    (a hook of no keys is outside the caller contract; a finish stays)."""
+    op, r = action[0], action[1]
+    if op == "set_positions":
+        placed = tuple(p for p in action[2] if p[0] != key)
+        return (op, r, placed) if placed else None
+    if op == "on_request_finished":
+        groups = tuple(g for g in (tuple(k for k in g if k != key) for g in action[2]) if g)
+        return (op, r, groups, action[3] - {key}, action[4] - {key})
+    keys = tuple(k for k in action[2] if k != key)
+    return (op, r, keys) if keys else None

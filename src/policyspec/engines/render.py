@@ -19,7 +19,8 @@ def describe(action: Action) -> str:
     op = action[0]
     if op == "insert":
         where = "in flight" if action[2] == -1 else "idle"
-        return f"insert key {action[1]} ({where}, ref_cnt {action[2]})"
+        by = f" for request {action[3]}" if len(action) > 3 else ""
+        return f"insert key {action[1]} ({where}, ref_cnt {action[2]}){by}"
     if op == "finish_store":
         return f"store of key {action[1]} completes: ref_cnt -1 -> 0, mark_evictable"
     if op == "remove":
@@ -34,7 +35,23 @@ def describe(action: Action) -> str:
         return f"evict({action[1]}, protected={sorted(action[2])})"
     if op == "get":
         return f"get key {action[1]}"
+    if op == "set_positions":
+        placed = ", ".join(f"{k}@{pos}" for k, pos in action[2])
+        return f"request {action[1]} places keys at positions {placed}"
+    if op == "on_store_miss":
+        return f"request {action[1]}: on_store_miss({list(action[2])})"
+    if op == "on_request_access":
+        return f"request {action[1]}: on_request_access({list(action[2])})"
+    if op == "on_request_finished":
+        groups = [list(g) for g in action[2]]
+        return (f"request {action[1]} finishes: on_request_finished({groups}, "
+                f"insertion_only={sorted(action[3])}, reused={sorted(action[4])})")
     return "clear()"
+
+
+_REQUEST_CALLS = frozenset({
+    "set_positions", "on_store_miss", "on_request_access", "on_request_finished",
+})
 
 
 def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = "") -> str:
@@ -48,6 +65,17 @@ def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = ""
         "key = subject.make_key",
         "blocks = {}",
     ]
+    if any(a[0] in _REQUEST_CALLS or len(a) > 3 for a in trace):
+        lines += [
+            "contexts = {}",
+            "",
+            "",
+            "def request(r):",
+            "    if r not in contexts:",
+            "        contexts[r] = subject.make_request(f'policyspec-req-{r}')",
+            "    return contexts[r]",
+            "",
+        ]
     # Only ref counts matter to expand(); keys the policy evicted are never
     # named again by a legal trace, so stale entries are harmless.
     refs: dict[int, int] = {}
@@ -58,8 +86,9 @@ def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = ""
             op = call[0]
             if op == "insert":
                 k, ref = call[1], call[2]
+                ctx = f", request({call[3]})" if len(call) > 3 else ""
                 lines.append(f"blocks[{k}] = subject.make_block({ref}, {next_id})")
-                lines.append(f"policy.insert(key({k}), blocks[{k}])")
+                lines.append(f"policy.insert(key({k}), blocks[{k}]{ctx})")
                 next_id += 1
                 refs[k] = ref
             elif op == "set_ref":
@@ -76,6 +105,20 @@ def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = ""
             elif op == "clear":
                 lines.append("policy.clear()")
                 refs.clear()
+            elif op == "set_positions":
+                for k, position in call[2]:
+                    lines.append(f"request({call[1]}).set_offload_key_position(key({k}), "
+                                 f"{position})")
+            elif op in ("on_store_miss", "on_request_access"):
+                keys = ", ".join(f"key({k})" for k in call[2])
+                lines.append(f"policy.{op}([{keys}], request({call[1]}))")
+            elif op == "on_request_finished":
+                groups = ", ".join(
+                    "(" + "".join(f"key({k}), " for k in g) + ")" for g in call[2])
+                only = ", ".join(f"key({k})" for k in sorted(call[3]))
+                reused = ", ".join(f"key({k})" for k in sorted(call[4]))
+                lines.append(f"policy.on_request_finished(({groups}), {{{only}}} or set(), "
+                             f"{{{reused}}} or set(), request({call[1]}))")
             else:
                 lines.append(f"policy.{op}(key({call[1]}))")
                 if op == "remove":

@@ -21,10 +21,13 @@ def failure_of(
     *,
     observe: bool = True,
     fatal: Callable[[str], bool] | None = None,
+    threads: bool | None = None,
 ) -> ConformanceFailure | None:
     """The failure replaying ``trace`` raises (soft ones count too), or None.
-    A trace the caller contract forbids gives None."""
-    harness = Lockstep(subject, profile, capacity, observe=observe, fatal=fatal)
+    A trace the caller contract forbids gives None. ``threads``: the
+    harness's second thread (default: where the revision has hooks)."""
+    harness = Lockstep(subject, profile, capacity, observe=observe, fatal=fatal,
+                       threads=threads)
     try:
         harness.run(trace)
     except ConformanceFailure as failure:

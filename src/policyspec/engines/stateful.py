@@ -13,7 +13,7 @@ import gc
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -34,6 +34,7 @@ from policyspec.engines.render import describe
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action
+from policyspec.model.request import group_of
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
@@ -107,6 +108,8 @@ class PolicyMachine(CheckedMachine):
         self.stats.examples += 1
         self.inserted: set[int] = set()
         """Keys inserted so far (for touch: see ``_departed``)."""
+        self.visits: dict[int, _Visit] = {}
+        """The request level: what each request did in this generation."""
 
     def _do(self, action: Action) -> None:
         note(describe(action))
@@ -222,6 +225,102 @@ class PolicyMachine(CheckedMachine):
         """Rare on purpose (1 in 8 when chosen): clears keep states small."""
         if data.draw(st.integers(0, 7), label="clear?") == 0:
             self._do(("clear",))
+            self.visits.clear()
+
+    # -- the request level (spec/request.md), where the revision has hooks ------
+
+    def _visit(self, r: int) -> _Visit:
+        """What this caller remembers of request ``r`` in this generation."""
+        return self.visits.setdefault(r, _Visit())
+
+    @precondition(lambda self: self.subject.has("hooks") and self._room())
+    @rule(data=st.data())
+    def request_stores(self, data: st.DataObject) -> None:
+        """A request stores a run of blocks as 0.33's prepare_store does:
+        its positions are placed (some keys get none), the new misses are
+        reported, the first-seen keys accessed, then the inserts carry the
+        request's context."""
+        r = data.draw(st.integers(0, REQUESTS - 1), label="request")
+        visit = self._visit(r)
+        if visit.finished:
+            return
+        room = min(self.pool, self.capacity) - len(self.h.state.refs)
+        keys = self._absent()[: data.draw(st.integers(1, min(room, 12)), label="count")]
+        placed = tuple((k, 16 * (k + 1)) for k in keys if k % 5)
+        if placed:
+            self._do(("set_positions", r, placed))
+        misses = tuple(k for k in keys if k not in visit.missed)
+        if misses:
+            self._do(("on_store_miss", r, misses))
+            visit.missed.update(misses)
+        self._see(r, keys)
+        for k in keys:
+            self._do(("insert", k, IN_FLIGHT, r))
+            visit.inserted.add(k)
+
+    @precondition(lambda self: self.subject.has("hooks") and bool(self.h.state.refs))
+    @rule(data=st.data())
+    def request_reads(self, data: st.DataObject) -> None:
+        """A request sees resident keys (a load, or a store of keys already
+        there): first-seen ones are accessed; ready ones count as reused."""
+        r = data.draw(st.integers(0, REQUESTS - 1), label="request")
+        if self._visit(r).finished:
+            return
+        present = sorted(self.h.state.refs)
+        keys = _draw_many(data, _one_of(present), 8, "keys")
+        fresh = tuple(dict.fromkeys(keys))
+        placed = self.h.model.requests.get(r).positions
+        unplaced = tuple((k, 16 * (k + 1)) for k in fresh if k % 5 and k not in placed)
+        if unplaced:  # the scheduler places every key of its request
+            self._do(("set_positions", r, unplaced))
+        self._see(r, fresh)
+        ready = [k for k in fresh if self.h.state.refs.get(k, IN_FLIGHT) >= IDLE]
+        self._visit(r).reused.update(k for k in ready if k not in self._visit(r).inserted)
+
+    @precondition(lambda self: self.subject.has("hooks") and bool(self.visits))
+    @rule(data=st.data())
+    def request_finishes(self, data: st.DataObject) -> None:
+        """on_request_finished, once per request and generation, with the
+        keys it saw by group (head to tail when every key has a position),
+        those it only inserted and those it reused."""
+        open_ = sorted(r for r, v in self.visits.items() if not v.finished)
+        if not open_:
+            return
+        r = _pick(data, open_, "request")
+        visit = self.visits[r]
+        positions = self.h.model.requests.get(r).positions
+        groups: dict[int, list[int]] = {}
+        for k in visit.seen:
+            groups.setdefault(group_of(k), []).append(k)
+        ordered = tuple(
+            tuple(sorted(g, key=positions.__getitem__) if all(k in positions for k in g) else g)
+            for _, g in sorted(groups.items())
+        )
+        self._do(("on_request_finished", r, ordered,
+                  frozenset(visit.inserted - visit.reused), frozenset(visit.reused)))
+        visit.finished = True
+
+    def _see(self, r: int, keys: Sequence[int]) -> None:
+        visit = self._visit(r)
+        new = tuple(k for k in keys if k not in visit.seen)
+        if new:
+            self._do(("on_request_access", r, new))
+            visit.seen.extend(new)
+
+
+REQUESTS = 4
+"""Requests the policy machine opens (ids 0..REQUESTS-1, reused after a clear)."""
+
+
+@dataclass
+class _Visit:
+    """One request in one cache generation, as 0.33's manager records it."""
+
+    seen: list[int] = field(default_factory=list)
+    missed: set[int] = field(default_factory=set)
+    inserted: set[int] = field(default_factory=set)
+    reused: set[int] = field(default_factory=set)
+    finished: bool = False
 
 
 # Strategies built from the current keys are never passed to a strategy

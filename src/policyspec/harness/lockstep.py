@@ -227,12 +227,20 @@ class Lockstep:
         except (Exception, SystemExit) as exc:  # the policy's own fault becomes a verdict
             self._fail(
                 _TOTAL.get(op, "API-NO-RAISE"),
-                f"{op}({self._args(args)}) raised {type(exc).__name__}: {exc}; the call "
-                "meets the caller contract, so the spec requires it to return normally",
+                f"{op}({self._args(args)}) raised {type(exc).__name__}: "
+                f"{self._exception_text(exc)}; the call meets the caller contract, so the "
+                "spec requires it to return normally",
             )
             raise _Stop from exc
         finally:
             watch.op = None
+
+    def _exception_text(self, exc: BaseException) -> str:
+        """The exception's text, a real key in it shown as the trace's key
+        number (a KeyError carries the key itself)."""
+        if len(exc.args) == 1 and self.keys.model(exc.args[0]) is not None:
+            return self.keys.show(exc.args[0])
+        return str(exc)
 
     def _args(self, args: tuple[Any, ...]) -> str:
         return ", ".join(self.keys.show(a) for a in args)

@@ -14,17 +14,18 @@ generation, and ranks requests held before it are not reused.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from policyspec.model.actions import Primitive
+from policyspec.model.actions import Action, Primitive
+from policyspec.model.probe import Probe, ProbeResult
 from policyspec.model.request import Requests, ordered_keys
-from policyspec.model.state import IDLE, State
+from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.model.step import Diagnosis
 from policyspec.subject import offload_key
 
-__all__ = ["LRU033Refinement", "Ranks"]
+__all__ = ["LRU033Diagnosis", "LRU033Refinement", "Ranks"]
 
 Rank = tuple[int, int]
 
@@ -141,7 +142,7 @@ class LRU033Refinement:
         return self._CULPRITS.get(op, "LRU033-EVICT-ORDER")
 
     def diagnosis(self) -> Diagnosis | None:
-        return None
+        return LRU033Diagnosis(self)
 
 
 def _access(
@@ -163,3 +164,53 @@ def _access(
         ranks[key] = rank
         raised = True
     return replace(after, rank=ranks), ("LRU033-ACCESS-RANK",) if raised else ()
+
+
+class LRU033Diagnosis:
+    """``model.step.Diagnosis`` for lru-0.33: the whole order, and the same
+    after completing every store and load in flight (a key in flight has a
+    rank already, which only shows once it is idle). A difference names the
+    call's requirement; an insert or access that used a request's rank from
+    before a clear names LRU033-CLEAR-RESET."""
+
+    def __init__(self, refinement: LRU033Refinement) -> None:
+        self.refinement = refinement
+
+    def probes(self, ext: Ranks, state: State) -> list[Probe]:
+        completion: list[Action] = []
+        for key, ref in state.refs.items():
+            if ref == IN_FLIGHT:
+                completion.append(("finish_store", key))
+            completion.extend(("end_read", key) for _ in range(max(ref, 0)))
+        found = []
+        idle = sum(1 for ref in state.refs.values() if ref == IDLE)
+        if idle:
+            found.append(Probe("order", (), idle))
+        if completion:
+            found.append(Probe("hidden", tuple(completion), len(state.refs)))
+        return found
+
+    def blame(
+        self, history: Sequence[Action], action: Action, ext: Ranks, state: State,
+        results: Sequence[ProbeResult], previous: Sequence[ProbeResult],
+    ) -> str | None:
+        differed = {r.probe.name for r in previous if r.differs}
+        new = [r for r in results if r.differs and r.probe.name not in differed]
+        if not new:
+            return None
+        if any(r.refused for r in new):
+            return "LRU033-LIVENESS"
+        op: str = action[0]
+        r = action[3] if op == "insert" and len(action) > 3 else (
+            action[1] if op == "on_request_access" else None)
+        held = ext.request_rank.get(r) if r is not None else None
+        if held is not None and held[1] != ext.generation:
+            return "LRU033-CLEAR-RESET"
+        if op == "get":
+            return "GET-PURE"
+        return self.refinement.culprit(_CALL_OF.get(op, op))
+
+
+_CALL_OF: dict[str, str] = {"finish_store": "mark_evictable", "end_read": "mark_evictable",
+            "start_read": "mark_non_evictable"}
+"""The policy call an action ends with, when it is not the action itself."""
