@@ -1,0 +1,163 @@
+"""The timeline of a failure: the state of every key at every step of its
+trace, computed from the recorded actions (``trace_record``) on the model.
+
+A key is absent, in flight (``ref_cnt`` -1), idle (0, evictable) or being
+read (> 0), as spec/state.md defines them. Each step's column shows the
+keys after the step, as the model has them, with evict's victims marked;
+the last step is the failing one, and its column shows the keys as that
+step found them (what the policy did there broke the spec, so there is no
+"after" to show), with the victims it returned marked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from policyspec.engines.render import describe
+from policyspec.model import operations as ops
+from policyspec.model.actions import Action, expand, is_legal
+from policyspec.model.evict import commit_evict, eligible, lru_victims
+from policyspec.model.state import IDLE, IN_FLIGHT, State
+from policyspec.trace_record import decode_action
+
+__all__ = [
+    "ABSENT",
+    "IDLE_STATE",
+    "IN_FLIGHT_STATE",
+    "READ",
+    "Cell",
+    "Step",
+    "Timeline",
+    "key_state",
+    "timeline",
+]
+
+ABSENT, IN_FLIGHT_STATE, IDLE_STATE, READ = "absent", "in flight", "idle", "being read"
+
+
+def key_state(state: State, key: int) -> str:
+    """The spec's name for the state of ``key``."""
+    ref = state.refs.get(key)
+    if ref is None:
+        return ABSENT
+    if ref == IN_FLIGHT:
+        return IN_FLIGHT_STATE
+    return IDLE_STATE if ref == IDLE else READ
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One key at one step."""
+
+    state: str
+    ref_cnt: int | None
+    victim: bool = False
+    """Returned by this step's evict."""
+    protected: bool = False
+    """In this step's protected set."""
+    named: bool = False
+    """Named by this step (the key it inserts, touches, reads, ...)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    text: str
+    """The step in words (as in the text report)."""
+    cells: dict[int, Cell]
+    failing: bool = False
+    victims: list[int] | None = None
+    """What this step's evict returned (None: refused, or not an evict)."""
+    note: str = ""
+    """Why the picture may be less than exact (victims not recorded, ...)."""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    keys: list[int]
+    steps: list[Step] = field(default_factory=list)
+
+
+def _named(action: Action) -> frozenset[int]:
+    op = action[0]
+    if op == "touch":
+        return frozenset(action[1])
+    if op == "evict":
+        return frozenset(action[2])
+    if op == "clear":
+        return frozenset()
+    return frozenset((action[1],))
+
+
+def _advance(state: State, action: Action) -> State:
+    """The model state after a non-evict action, through the manager's
+    calls and writes (``expand``)."""
+    for call in expand(state, action):
+        op = call[0]
+        if op == "set_ref":
+            state = state.copy()
+            state.refs[call[1]] = call[2]
+        elif op == "get":
+            continue
+        else:
+            state = getattr(ops, op)(state, *call[1:])
+    return state
+
+
+def _victims_of(state: State, action: Action, record: dict[str, Any]
+                ) -> tuple[list[int] | None, str]:
+    """The victims of a successful evict step: recorded, else the only
+    possible ones, else the seed LRU's choice (said in the note)."""
+    n, protected = action[1], action[2]
+    if "victims" in record:
+        victims = record["victims"]
+        return (None if victims is None else [int(k) for k in victims]), ""
+    allowed = eligible(state, protected)
+    if n == 0:
+        return [], ""
+    if len(allowed) < n:
+        return None, ""
+    if len(allowed) == n:
+        return allowed, ""
+    return lru_victims(state, n, protected), "victims not recorded: the seed LRU's choice shown"
+
+
+def timeline(actions: Sequence[dict[str, Any]]) -> Timeline:
+    """The timeline of a failure whose trace is ``actions`` (the report's
+    records). Raises ValueError when the records are not a legal trace."""
+    decoded = [decode_action(r) for r in actions]
+    keys = sorted({k for a in decoded for k in _named(a)})
+    state = State()
+    steps: list[Step] = []
+    last = len(decoded) - 1
+    for index, (action, record) in enumerate(zip(decoded, actions, strict=True)):
+        failing = index == last
+        if not is_legal(state, action):
+            raise ValueError(f"step {index + 1} ({describe(action)}) breaks the caller contract "
+                             "of the model state the earlier steps reach")
+        note = ""
+        victims: list[int] | None = None
+        shown = state
+        if action[0] == "evict":
+            if failing:
+                recorded = record.get("victims")
+                victims = None if recorded is None else [int(k) for k in recorded]
+            else:
+                victims, note = _victims_of(state, action, record)
+                if victims is not None:
+                    shown = commit_evict(state, victims)
+        elif not failing:
+            shown = _advance(state, action)
+        named = _named(action)
+        protected = action[2] if action[0] == "evict" else frozenset()
+        gone = set(victims or ())
+        cells = {
+            key: Cell(key_state(shown, key), shown.refs.get(key), victim=key in gone,
+                      protected=key in protected, named=key in named and action[0] != "evict")
+            for key in keys
+        }
+        steps.append(Step(index + 1, describe(action), cells, failing, victims, note))
+        state = shown
+    return Timeline(keys, steps)
