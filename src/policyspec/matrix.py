@@ -33,6 +33,20 @@ def _short(target: str) -> str:
     return target.rsplit(":", 1)[-1] or target
 
 
+def _where(target: str) -> str:
+    """The module or file stem of a target (``a/b/pol.py:C`` -> ``pol``)."""
+    place = target.rsplit(":", 1)[0]
+    return Path(place).stem if place.endswith(".py") else place.rsplit(".", 1)[-1]
+
+
+def _more(way: str, label: str, source: str, report: Report) -> str:
+    if way == "place":
+        return f"{_where(report.target)}:{label}"
+    if way == "profile":
+        return f"{label} ({report.profile})"
+    return f"{label} [{Path(source).stem}]"
+
+
 def label_runs(reports: Sequence[tuple[str, Report]], labels: Sequence[str] = ()) -> list[Run]:
     """Runs with column labels: the given ones in order, else the target's
     class, with the profile, then the file name, added where two would be
@@ -43,11 +57,9 @@ def label_runs(reports: Sequence[tuple[str, Report]], labels: Sequence[str] = ()
         chosen = list(labels)
     else:
         chosen = [_short(r.target) for _, r in reports]
-        if len(set(chosen)) < len(chosen):
-            chosen = [f"{c} ({r.profile})" for c, (_, r) in zip(chosen, reports, strict=True)]
-        if len(set(chosen)) < len(chosen):
-            chosen = [f"{c} {Path(source).stem}"
-                      for c, (source, _) in zip(chosen, reports, strict=True)]
+        for way in ("place", "profile", "file"):  # say more only where two are the same
+            chosen = [_more(way, c, source, r) if chosen.count(c) > 1 else c
+                      for c, (source, r) in zip(chosen, reports, strict=True)]
     seen: dict[str, int] = {}
     runs = []
     for label, (source, report) in zip(chosen, reports, strict=True):
@@ -73,14 +85,16 @@ class Row:
 
 
 def matrix_rows(runs: Sequence[Run]) -> list[Row]:
-    """The union of the runs' requirements, in registry order (ids the
-    registry does not know come last, in the order met)."""
-    order = {rid: i for i, rid in enumerate(load_registry())}
+    """The union of the runs' requirements: core's first, then each
+    profile's, in registry order (ids the registry does not know come last,
+    in the order met)."""
+    registry = load_registry()
+    order = {rid: (req.profile != "core", i) for i, (rid, req) in enumerate(registry.items())}
     by_run = [{r.id: r for r in run.report.requirements} for run in runs]
     ids: list[str] = []
     for statuses in by_run:
         ids.extend(rid for rid in statuses if rid not in ids)
-    ids.sort(key=lambda rid: order.get(rid, len(order)))
+    ids.sort(key=lambda rid: order.get(rid, (True, len(order))))
     rows = []
     for rid in ids:
         first = next(s[rid] for s in by_run if rid in s)

@@ -145,7 +145,9 @@ button.copy { font: inherit; padding: .15rem .6rem; cursor: pointer; }
 a { color: inherit; } a:focus-visible, button:focus-visible, .scroll:focus-visible {
   outline: 3px solid #0969da; outline-offset: 2px; }
 .muted { color: var(--muted); }
-table.matrix td { text-align: center; }
+table.matrix td { text-align: center; vertical-align: middle; }
+table.matrix th[scope=row] { min-width: 22rem; }
+tr.differs th[scope=row] { border-left: .3rem solid var(--nt); }
 table.matrix td a { text-decoration: underline; }
 ul.plain { padding-left: 1.2rem; }
 """
