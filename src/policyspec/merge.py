@@ -163,9 +163,9 @@ def merge_reports(reports: Sequence[Report], names: Sequence[str] = ()) -> Repor
                 notes.append(text)
     engines = _merge_engines(ordered)
     for name, counts in engines.items():
-        shared = sorted(k for k in counts if k in _LARGEST)
-        if shared and total > 1:
-            notes.append(f"{name}: {', '.join(shared)} is the largest shard's count, a lower "
+        overlapping = sorted(k for k in counts if k in _LARGEST)
+        if overlapping and total > 1:
+            notes.append(f"{name}: {', '.join(overlapping)} is the largest shard's count, a lower "
                          "bound of the campaign's (shards reach overlapping sets)")
     levels = {f.level for f in failures}
     strict = bool(ordered[0].stats.get("strict"))
