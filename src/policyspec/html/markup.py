@@ -124,14 +124,14 @@ table.timeline td { width: 3rem; min-width: 3rem; height: 2.4rem; text-align: ce
 .c-in-flight { background: var(--flight); }
 .c-idle { background: var(--idle); }
 .c-being-read { background: var(--read); }
-td.named { border-color: var(--fg); }
-td.protected { background-image: repeating-linear-gradient(45deg, transparent 0 4px,
+table.timeline td.named { border-color: var(--fg); }
+table.timeline td.protected { background-image: repeating-linear-gradient(45deg, transparent 0 4px,
   color-mix(in srgb, var(--fg) 18%, transparent) 4px 6px); }
-td.victim { border-color: var(--victim); box-shadow: inset 0 0 0 2px var(--victim); }
+table.timeline td.victim { border-color: var(--victim); box-shadow: inset 0 0 0 2px var(--victim); }
 .mark-victim { color: var(--victim); margin-left: .1rem; }
 td sup { font-size: .7em; margin-left: .05rem; }
 th.failing-step { color: var(--fail); }
-td.failing-step { outline: 2px dashed var(--fail); outline-offset: 1px; }
+table.timeline td.failing-step { outline: 2px dashed var(--fail); outline-offset: 1px; }
 ol.steps li.failing-step { font-weight: 700; color: var(--fail); }
 .legend { display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; padding: 0; list-style: none;
   font-size: .9em; }
