@@ -104,7 +104,7 @@ def _changes_table(before: Run, after: Run, found: list[Change], ident: str) -> 
         )
     return (
         f'<h3 id="{ident}">{title}</h3>'
-        f'<table class="changes"><caption>{title}: {len(found)} requirement'
+        f'<table class="changes"><caption>{len(found)} requirement'
         f"{'s' if len(found) != 1 else ''} changed</caption><thead><tr>"
         f'<th scope="col">Requirement</th><th scope="col">{esc(before.label)}</th>'
         f'<th scope="col">{esc(after.label)}</th><th scope="col">What changed</th></tr>'
