@@ -26,8 +26,7 @@ from report_pages import (
 
 from policyspec.cli import main
 from policyspec.html import render_run_page
-from policyspec.model.actions import expand
-from policyspec.model.state import State
+from policyspec.model.step import PREDICT, ProfileModel
 from policyspec.profiles import get_profile
 from policyspec.registry import spec_dir
 from policyspec.report import load_report
@@ -270,30 +269,16 @@ def test_every_vector_case_reads_back_as_caller_actions() -> None:
     for path in vector_files(VECTORS):
         for case in read_vectors(path)[1]:
             steps = actions_of(case["calls"])
-            # the spans cover every call once, in order, and expand to the same calls
+            # the spans cover every call once, in order, and the model
+            # expands each action into the very calls of its span
             assert steps[0].first == 0 and steps[-1].last == len(case["calls"]) - 1
             assert all(a.last + 1 == b.first for a, b in itertools.pairwise(steps))
-            state = State()
+            model = ProfileModel.fresh(None, None)
             for step in steps:
-                ops = [c[0] for c in expand(state, step.action) if c[0] != "set_ref"]
-                called = [c["op"] for c in case["calls"][step.first:step.last + 1]
-                          if c["op"] != "set_ref"]
-                assert ops == called, (case["name"], step)
-                state = _advance(state, step)
-
-
-def _advance(state: State, step: Any) -> State:
-    from policyspec.model import operations as ops
-    from policyspec.model.evict import commit_evict
-
-    action = step.action
-    if action[0] == "evict":
-        return commit_evict(state, step.victims or [])
-    after = state
-    for call in expand(state, action):
-        if call[0] == "set_ref":
-            after = after.copy()
-            after.refs[call[1]] = call[2]
-        elif call[0] != "get":
-            after = getattr(ops, call[0])(after, *call[1:])
-    return after
+                expanded = [c[0] for c in model.calls(step.action)]
+                called = [c["op"] for c in case["calls"][step.first:step.last + 1]]
+                assert expanded == called, (case["name"], step)
+                for call in model.calls(step.action):
+                    observed = step.victims if step.known else PREDICT
+                    model = (model.step(call, observed) if call[0] == "evict"
+                             else model.step(call)).model

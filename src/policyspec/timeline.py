@@ -1,5 +1,7 @@
 """The timeline of a failure: the state of every key at every step of its
-trace, computed from the recorded actions (``trace_record``) on the model.
+trace, computed from the recorded actions (``trace_record``) by stepping
+the core model (``model.step.ProfileModel``) with the victims each evict
+returned.
 
 A key is absent, in flight (``ref_cnt`` -1), idle (0, evictable) or being
 read (> 0), as spec/state.md defines them. Each step's column shows the
@@ -16,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policyspec.engines.render import describe
-from policyspec.model import operations as ops
-from policyspec.model.actions import Action, expand, is_legal
-from policyspec.model.evict import commit_evict, eligible, lru_victims
+from policyspec.model.actions import Action, is_legal
+from policyspec.model.evict import eligible
 from policyspec.model.state import IDLE, IN_FLIGHT, State
+from policyspec.model.step import PREDICT, ProfileModel
 from policyspec.trace_record import decode_action
 
 __all__ = [
@@ -91,37 +93,18 @@ def _named(action: Action) -> frozenset[int]:
     return frozenset((action[1],))
 
 
-def _advance(state: State, action: Action) -> State:
-    """The model state after a non-evict action, through the manager's
-    calls and writes (``expand``)."""
-    for call in expand(state, action):
-        op = call[0]
-        if op == "set_ref":
-            state = state.copy()
-            state.refs[call[1]] = call[2]
-        elif op == "get":
-            continue
-        else:
-            state = getattr(ops, op)(state, *call[1:])
-    return state
-
-
-def _victims_of(state: State, action: Action, record: dict[str, Any]
-                ) -> tuple[list[int] | None, str]:
-    """The victims of a successful evict step: recorded, else the only
-    possible ones, else the seed LRU's choice (said in the note)."""
-    n, protected = action[1], action[2]
+def _victims_of(state: State, action: Action, record: dict[str, Any]) -> tuple[object, str]:
+    """What to tell the model a successful evict step returned: the
+    recorded victims, else the model's own answer (the only possible
+    victims, or the seed LRU's where the spec leaves a choice, said in the
+    note)."""
     if "victims" in record:
         victims = record["victims"]
         return (None if victims is None else [int(k) for k in victims]), ""
-    allowed = eligible(state, protected)
-    if n == 0:
-        return [], ""
-    if len(allowed) < n:
-        return None, ""
-    if len(allowed) == n:
-        return allowed, ""
-    return lru_victims(state, n, protected), "victims not recorded: the seed LRU's choice shown"
+    n, protected = action[1], action[2]
+    if 0 < n < len(eligible(state, protected)):
+        return PREDICT, "victims not recorded: the seed LRU's choice shown"
+    return PREDICT, ""
 
 
 def timeline(actions: Sequence[dict[str, Any]]) -> Timeline:
@@ -129,27 +112,31 @@ def timeline(actions: Sequence[dict[str, Any]]) -> Timeline:
     records). Raises ValueError when the records are not a legal trace."""
     decoded = [decode_action(r) for r in actions]
     keys = sorted({k for a in decoded for k in _named(a)})
-    state = State()
+    model = ProfileModel.fresh(None, None)  # the core model: states are core's
     steps: list[Step] = []
     last = len(decoded) - 1
     for index, (action, record) in enumerate(zip(decoded, actions, strict=True)):
         failing = index == last
+        state = model.state
         if not is_legal(state, action):
             raise ValueError(f"step {index + 1} ({describe(action)}) breaks the caller contract "
                              "of the model state the earlier steps reach")
         note = ""
         victims: list[int] | None = None
-        shown = state
-        if action[0] == "evict":
-            if failing:
-                recorded = record.get("victims")
-                victims = None if recorded is None else [int(k) for k in recorded]
-            else:
-                victims, note = _victims_of(state, action, record)
-                if victims is not None:
-                    shown = commit_evict(state, victims)
+        if action[0] == "evict" and failing:
+            recorded = record.get("victims")
+            victims = None if recorded is None else [int(k) for k in recorded]
         elif not failing:
-            shown = _advance(state, action)
+            observed: object = PREDICT
+            if action[0] == "evict":
+                observed, note = _victims_of(state, action, record)
+            for call in model.calls(action):
+                moved = model.step(call, observed) if call[0] == "evict" else model.step(call)
+                if call[0] == "evict":
+                    expected = moved.expected if observed is PREDICT else observed
+                    victims = expected if isinstance(expected, list) else None
+                model = moved.model
+        shown = model.state
         named = _named(action)
         protected = action[2] if action[0] == "evict" else frozenset()
         gone = set(victims or ())
@@ -159,5 +146,4 @@ def timeline(actions: Sequence[dict[str, Any]]) -> Timeline:
             for key in keys
         }
         steps.append(Step(index + 1, describe(action), cells, failing, victims, note))
-        state = shown
     return Timeline(keys, steps)
