@@ -92,8 +92,8 @@ def observed_victims(
         try:
             harness.apply(action)
         except (ConformanceFailure, CallerContractError, Aborted):
-            stop = True
-        except Exception:  # the record is a courtesy: never fail a report over it
+            stop = True  # the failure itself (or a replay that went elsewhere)
+        except Exception:  # a record must never fail the report
             stop = True
         if action[0] == "evict":
             readable, victims = _keys_of(harness, harness.last_evict)
