@@ -258,11 +258,37 @@ def test_timeline_refuses_an_illegal_trace() -> None:
         timeline([encode_action(("start_read", 0))])
 
 
+REQUEST_TRACE = [
+    ("set_positions", 0, ((1, 16), (2, 32))), ("on_request_access", 0, (1, 2)),
+    ("on_store_miss", 0, (1, 2)), ("insert", 1, -1, 0), ("insert", 2, -1, 0),
+    ("finish_store", 1), ("on_request_finished", 0, ((1, 2),), frozenset({2}), frozenset()),
+]
+"""The request level of vLLM 0.33 (model/request.py): hooks between the calls."""
+
+
 def test_actions_round_trip_through_json() -> None:
     trace = [("insert", 3, -1), ("finish_store", 3), ("touch", (3, 1, 3)),
-             ("evict", 2, frozenset({1, 3})), ("get", 2), ("clear",)]
+             ("evict", 2, frozenset({1, 3})), ("get", 2), ("clear",), *REQUEST_TRACE]
     records = json.loads(json.dumps([encode_action(a) for a in trace]))
     assert [decode_action(r) for r in records] == trace
+
+
+def test_schema_accepts_every_kind_of_action(pages: dict[str, Path]) -> None:
+    data = json.loads(pages["fail"].with_suffix(".json").read_text())
+    schema = json.loads((spec_dir() / "report.schema.json").read_text())
+    trace = [("insert", 3, 0), ("start_read", 3), ("end_read", 3), ("remove", 3),
+             ("touch", (3,)), ("evict", 1, frozenset({3})), ("get", 3), ("clear",),
+             *REQUEST_TRACE]
+    data["failures"][0]["actions"] = [encode_action(a) for a in trace]
+    jsonschema.validate(data, schema)
+
+
+def test_timeline_draws_request_hooks_without_moving_keys() -> None:
+    line = timeline([encode_action(a) for a in REQUEST_TRACE])
+    assert line.keys == [1, 2]
+    assert [s.cells[1].state for s in line.steps] == [
+        ABSENT, ABSENT, ABSENT, IN_FLIGHT_STATE, IN_FLIGHT_STATE, IDLE_STATE, IDLE_STATE]
+    assert line.steps[1].cells[1].named and line.steps[1].cells[2].named
 
 
 def test_every_vector_case_reads_back_as_caller_actions() -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policyspec.engines.render import describe
-from policyspec.model.actions import Action, is_legal
+from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.model.step import PREDICT, ProfileModel
@@ -83,6 +83,7 @@ class Timeline:
 
 
 def _named(action: Action) -> frozenset[int]:
+    """The keys a step names."""
     op = action[0]
     if op == "touch":
         return frozenset(action[1])
@@ -90,6 +91,12 @@ def _named(action: Action) -> frozenset[int]:
         return frozenset(action[2])
     if op == "clear":
         return frozenset()
+    if op in ("on_store_miss", "on_request_access"):
+        return frozenset(action[2])
+    if op == "set_positions":
+        return frozenset(k for k, _ in action[2])
+    if op == "on_request_finished":
+        return frozenset(k for group in action[2] for k in group)
     return frozenset((action[1],))
 
 
@@ -118,7 +125,7 @@ def timeline(actions: Sequence[dict[str, Any]]) -> Timeline:
     for index, (action, record) in enumerate(zip(decoded, actions, strict=True)):
         failing = index == last
         state = model.state
-        if not is_legal(state, action):
+        if not model.allows(action):
             raise ValueError(f"step {index + 1} ({describe(action)}) breaks the caller contract "
                              "of the model state the earlier steps reach")
         note = ""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
-from policyspec.model.actions import ACTION_NAMES, Action
+from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
 
@@ -44,6 +44,8 @@ def encode_action(action: Action, victims: Victims | None = None, *, observed: b
     record: dict[str, Any] = {"op": op}
     if op == "insert":
         record.update(key=action[1], ref_cnt=action[2])
+        if len(action) > 3:
+            record["request"] = action[3]  # R9: the storing request
     elif op in ("finish_store", "remove", "start_read", "end_read", "get"):
         record["key"] = action[1]
     elif op == "touch":
@@ -52,6 +54,13 @@ def encode_action(action: Action, victims: Victims | None = None, *, observed: b
         record.update(n=action[1], protected=sorted(action[2]))
         if observed:
             record["victims"] = victims
+    elif op == "set_positions":
+        record.update(request=action[1], positions=[list(p) for p in action[2]])
+    elif op in ("on_store_miss", "on_request_access"):
+        record.update(request=action[1], keys=list(action[2]))
+    elif op == "on_request_finished":
+        record.update(request=action[1], groups=[list(g) for g in action[2]],
+                      insertion_only=sorted(action[3]), reused=sorted(action[4]))
     elif op != "clear":
         raise ValueError(f"unknown action {op!r}")
     return record
@@ -61,20 +70,31 @@ def decode_action(record: dict[str, Any]) -> Action:
     """The caller action of a record written by ``encode_action``. Raises
     ValueError for a record that is not one."""
     op = record.get("op")
-    if op not in ACTION_NAMES:
-        raise ValueError(f"unknown action {op!r}")
     try:
         if op == "insert":
-            return ("insert", int(record["key"]), int(record["ref_cnt"]))
+            base = ("insert", int(record["key"]), int(record["ref_cnt"]))
+            return (*base, int(record["request"])) if "request" in record else base
+        if op in ("finish_store", "remove", "start_read", "end_read", "get"):
+            return (op, int(record["key"]))
         if op == "touch":
             return ("touch", tuple(int(k) for k in record["keys"]))
         if op == "evict":
             return ("evict", int(record["n"]), frozenset(int(k) for k in record["protected"]))
         if op == "clear":
             return ("clear",)
-        return (op, int(record["key"]))
-    except (KeyError, TypeError) as exc:
+        if op == "set_positions":
+            return (op, int(record["request"]),
+                    tuple((int(k), int(p)) for k, p in record["positions"]))
+        if op in ("on_store_miss", "on_request_access"):
+            return (op, int(record["request"]), tuple(int(k) for k in record["keys"]))
+        if op == "on_request_finished":
+            return (op, int(record["request"]),
+                    tuple(tuple(int(k) for k in g) for g in record["groups"]),
+                    frozenset(int(k) for k in record["insertion_only"]),
+                    frozenset(int(k) for k in record["reused"]))
+    except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed {op} action: {record!r}") from exc
+    raise ValueError(f"unknown action {op!r}")
 
 
 def observed_victims(
