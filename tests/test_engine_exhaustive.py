@@ -5,6 +5,7 @@ needle fault with a sequence of minimal length."""
 from __future__ import annotations
 
 import importlib.util
+from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -154,6 +155,11 @@ def test_shards_partition_the_search_space(shards: int) -> None:
     for field in ("sequences", "maximal_sequences"):
         assert sum(p.counts[field] for p in parts) == whole.counts[field]
     assert all(p.counts["sequences"] < whole.counts["sequences"] for p in parts)
+    # the work of the shared prefixes is counted once (by shard 1), so every
+    # count adds up to the unsharded run's
+    assert sum(p.calls for p in parts) == whole.calls
+    assert sum(p.steps for p in parts) == whole.steps
+    assert sum((p.checked for p in parts), Counter()) == whole.checked
 
 
 def test_needle_fault_is_found_with_a_minimal_sequence() -> None:

@@ -15,7 +15,7 @@ from policyspec.exits import EXIT_USAGE, UsageError
 
 __all__ = ["main"]
 
-COMMANDS = ("check", "vectors", "replay", "prove")
+COMMANDS = ("check", "vectors", "replay", "prove", "report")
 """Subcommand modules under policyspec.commands, in help order."""
 
 

@@ -1,5 +1,7 @@
 """The verdict of a check and its three renderings: terminal text, JSON
-(schema ``policyspec-report/1``, spec/report.md) and JUnit XML.
+(schema ``policyspec-report/1``, spec/report.md) and JUnit XML. The HTML
+pages are in ``policyspec.html``; a JSON report is read back with
+``load_report`` (for ``policyspec report``).
 
 Files are written atomically (temporary file, then rename), so a reader never
 sees half a report.
@@ -21,7 +23,10 @@ __all__ = [
     "SCHEMA",
     "FailureReport",
     "Report",
+    "ReportError",
     "RequirementStatus",
+    "dumps",
+    "load_report",
     "write_atomic",
 ]
 
@@ -50,6 +55,14 @@ class FailureReport:
     trace: list[str]
     repro: str
     engine: str
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    """The trace as data, one object per caller action (``trace_record``):
+    what the timeline of the HTML report is drawn from. Empty for failures
+    without a trace (cost measurements) and in reports older than the field."""
+
+
+class ReportError(ValueError):
+    """A file that is not a policyspec JSON report this version can read."""
 
 
 @dataclass
@@ -63,12 +76,16 @@ class Report:
     api: str = "R3"
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    policyspec_version: str = __version__
+    spec_version: str = SPEC_VERSION
+    """Versions of the tool and spec that made the report (another's when
+    the report was read back from a file)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
-            "policyspec_version": __version__,
-            "spec_version": SPEC_VERSION,
+            "policyspec_version": self.policyspec_version,
+            "spec_version": self.spec_version,
             "target": self.target,
             "profile": self.profile,
             "api": self.api,
@@ -93,6 +110,7 @@ class Report:
                     "trace": f.trace,
                     "repro": f.repro,
                     "engine": f.engine,
+                    "actions": f.actions,
                 }
                 for f in self.failures
             ],
@@ -167,6 +185,61 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
+def _from_json(data: Any, origin: str) -> Report:
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ReportError(f"{origin}: not a {SCHEMA} report (schema: {found!r})")
+    try:
+        by_id = {r["id"]: r for r in data["requirements"]}
+        return Report(
+            target=str(data["target"]),
+            profile=str(data["profile"]),
+            verdict=str(data["verdict"]),
+            requirements=[
+                RequirementStatus(str(r["id"]), str(r["level"]), str(r["profile"]),
+                                  str(r["title"]), str(r["status"]), int(r["checks"]),
+                                  str(r.get("reason", "")))
+                for r in data["requirements"]
+            ],
+            failures=[
+                FailureReport(
+                    requirement=str(f["requirement"]),
+                    level=str(f["level"]),
+                    title=str(f.get("title") or by_id.get(f["requirement"], {}).get(
+                        "title", f["requirement"])),
+                    message=str(f["message"]),
+                    trace=[str(line) for line in f["trace"]],
+                    repro=str(f["repro"]),
+                    engine=str(f["engine"]),
+                    actions=list(f.get("actions", [])),
+                )
+                for f in data["failures"]
+            ],
+            stats=dict(data["stats"]),
+            api=str(data["api"]),
+            notes=[str(n) for n in data["notes"]],
+            errors=[str(e) for e in data["errors"]],
+            policyspec_version=str(data["policyspec_version"]),
+            spec_version=str(data["spec_version"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReportError(f"{origin}: malformed report ({type(exc).__name__}: {exc})") from None
+
+
+def load_report(path: str | os.PathLike[str]) -> Report:
+    """Read a JSON report written by ``--json-report``. Raises ReportError
+    (with the file name) when it cannot be read or is not a report."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path}: not JSON ({exc})") from None
+    return _from_json(data, str(path))
+
+
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the new
     one, never a part: a temporary file in the same directory, then rename."""
@@ -185,4 +258,5 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 def dumps(report: Report) -> str:
+    """The JSON report as text."""
     return json.dumps(report.to_json(), indent=2, sort_keys=False) + "\n"

@@ -39,6 +39,7 @@ from policyspec.report import (
     RequirementStatus,
 )
 from policyspec.subject import Subject
+from policyspec.trace_record import record_actions
 
 __all__ = [
     "BUDGETS",
@@ -399,6 +400,8 @@ def _report(
                 trace=[describe(a) for a in finding.trace],
                 repro=repro(subject.name, capacity, finding.trace, f"{rid}: {finding.message}"),
                 engine=finding.engine,
+                actions=record_actions(subject, profile, capacity, finding.trace, rid,
+                                       replay=minimise),
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))

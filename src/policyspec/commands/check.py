@@ -99,6 +99,8 @@ def add_parser(sub: Any) -> None:
                         help=f"cache_capacity for the policy (default {DEFAULT_CAPACITY})")
     parser.add_argument("--json-report", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--junit-xml", metavar="PATH", help="write a JUnit XML report here")
+    parser.add_argument("--html-report", metavar="PATH",
+                        help="write a self-contained HTML page of the run here (spec/report.md)")
     parser.add_argument("--api", help="force an API revision (R-1..R9) instead of detecting it")
     parser.add_argument("--no-stand-in", action="store_true",
                         help="refuse to provide vLLM stand-in modules when vllm is missing")
@@ -208,6 +210,10 @@ def run(args: argparse.Namespace) -> int:
         write_atomic(args.json_report, dumps(report))
     if args.junit_xml:
         write_atomic(args.junit_xml, report.to_junit())
+    if args.html_report:
+        from policyspec.html import write_html_report
+
+        write_html_report(report, args.html_report)
     sys.stdout.write(report.to_text())
     if report.verdict == "pass":
         return EXIT_CONFORMS

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--api", help="force an API revision (R-1..R9) instead of detecting it")
     parser.add_argument("--no-stand-in", action="store_true",
                         help="refuse to provide vLLM stand-in modules when vllm is missing")
+    parser.add_argument("--html-report", metavar="PATH",
+                        help="write a self-contained HTML page of the replay here: one row per "
+                        "case, each failing case with its timeline")
     parser.add_argument("-q", "--quiet", action="store_true", help="print failing cases only")
     parser.set_defaults(handler=run)
 
@@ -92,8 +96,16 @@ def run(args: argparse.Namespace) -> int:
                       file=sys.stderr)
     except VectorError as exc:
         raise UsageError(str(exc)) from None
+    started = time.monotonic()
     with _subject(args) as subject, Watchdog(args.call_timeout):
         results = replay_directory(subject, directory, profile.includes)
+    if args.html_report:
+        from policyspec.html import write_html_report
+        from policyspec.vectors.verdict import replay_report
+
+        report = replay_report(subject, profile, directory, results, strict=args.strict,
+                               seconds=time.monotonic() - started)
+        write_html_report(report, args.html_report, rows="case")
     return _report(results, args)
 
 

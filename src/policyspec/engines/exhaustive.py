@@ -177,10 +177,13 @@ class _Search:
     def _fresh(self) -> Lockstep:
         return Lockstep(self.subject, self.profile, self.capacity)
 
-    def _drain(self, h: Lockstep) -> None:
-        self.run.checked.update(h.checked)
+    def _drain(self, h: Lockstep, mine: bool = True) -> None:
+        """Move the harness's counts into the run; a shard drops those of
+        the shared prefixes another shard counts, so that shards add up."""
+        if mine:
+            self.run.checked.update(h.checked)
+            self.run.calls += h.calls
         h.checked.clear()
-        self.run.calls += h.calls
         h.calls = 0
 
     def _fork(self, h: Lockstep) -> Lockstep:
@@ -250,10 +253,11 @@ class _Search:
                 return
             child = self._branch(h, prefix, index, len(actions))
             soft = len(child.soft)
+            mine = self._mine(child, depth + 1)
             try:
                 child.apply(action)
             except ConformanceFailure as failure:
-                self._drain(child)
+                self._drain(child, mine)
                 self._count(child, depth + 1)
                 self.run.add(Finding(failure.requirement, failure.message, failure.trace,
                                      "exhaustive", shrunk=True))
@@ -261,8 +265,9 @@ class _Search:
                 self.limit = min(self.limit, len(failure.trace) - 1)
                 continue
             finally:
-                self.run.steps += 1
-            self._drain(child)
+                if mine:
+                    self.run.steps += 1
+            self._drain(child, mine)
             self._count(child, depth + 1)
             for later in child.soft[soft:]:
                 self.run.add(Finding(later.requirement, later.message, later.trace, "exhaustive"))

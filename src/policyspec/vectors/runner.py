@@ -37,6 +37,9 @@ class CaseResult:
     step: int = 0
     message: str = ""
     exposes: str | None = None
+    victims: tuple[int, ...] | None = None
+    """The keys a failing evict returned, when they could be read (for the
+    timeline of the HTML report)."""
 
     @property
     def passed(self) -> bool:
@@ -44,9 +47,11 @@ class CaseResult:
 
 
 class _Failed(Exception):
-    def __init__(self, message: str, level: str = "MUST") -> None:
+    def __init__(self, message: str, level: str = "MUST",
+                 victims: list[int | None] | None = None) -> None:
         super().__init__(message)
         self.level = level
+        self.victims = victims
 
 
 class _Run:
@@ -123,9 +128,10 @@ class _Run:
             if got is None:
                 raise _Failed(f"returned None, expected {wanted}")
             pairs = self._pairs(got)
-            if [k for k, _ in pairs] != wanted:
-                raise _Failed(f"returned {[k for k, _ in pairs]}, expected {wanted}")
-            self._check_identity(pairs, dict(want))
+            keys = [k for k, _ in pairs]
+            if keys != wanted:
+                raise _Failed(f"returned {keys}, expected {wanted}", victims=keys)
+            self._check_identity(pairs, dict(want), keys)
             return
         allowed: dict[int, int] = {k: i for k, i in expect["any_of"]}
         if got is None:
@@ -136,17 +142,17 @@ class _Run:
         if len(keys) != expect["count"] or len(set(keys)) != len(keys) or not (
                 set(keys) <= set(allowed)):
             raise _Failed(f"returned {keys}; expected {expect['count']} distinct keys among "
-                          f"{sorted(allowed)}")
-        self._check_identity(pairs, allowed)
+                          f"{sorted(allowed)}", victims=keys)
+        self._check_identity(pairs, allowed, keys)
 
     @staticmethod
-    def _check_identity(pairs: list[tuple[int | None, int | None]], ids: dict[int, int]
-                        ) -> None:
+    def _check_identity(pairs: list[tuple[int | None, int | None]], ids: dict[int, int],
+                        keys: list[int | None]) -> None:
         for key, ident in pairs:
             if key is not None and ident != ids[key]:
                 what = "an object never inserted" if ident is None else f"block {ident}"
                 raise _Failed(f"returned key {key} with {what}, not block {ids[key]} that was "
-                              "inserted under it")
+                              "inserted under it", victims=keys)
 
     def _pairs(self, got: object) -> list[tuple[int | None, int | None]]:
         """(model key, block id) for each returned pair; the id is None when
@@ -212,8 +218,11 @@ def replay_case(subject: Subject, case: dict[str, Any], file: str = "") -> CaseR
         try:
             run.call(call)
         except _Failed as failed:
+            victims = failed.victims
+            known = None if victims is None or None in victims else tuple(
+                k for k in victims if k is not None)
             return CaseResult(**base, level=failed.level, step=step,
-                              message=f"{_describe(call)} {failed}")
+                              message=f"{_describe(call)} {failed}", victims=known)
     return CaseResult(**base)
 
 
