@@ -59,6 +59,20 @@ class FailureReport:
     """The trace as data, one object per caller action (``trace_record``):
     what the timeline of the HTML report is drawn from. Empty for failures
     without a trace (cost measurements) and in reports older than the field."""
+    found_after_s: float | None = None
+    """Seconds from the start of the run until an engine first saw this
+    requirement fail (before shrinking); None in reports older than the field."""
+    found_after_calls: int | None = None
+    """Policy calls the run had made by then."""
+
+
+def _found(failure: FailureReport) -> str:
+    """When the run first saw the failure (before shrinking it)."""
+    if failure.found_after_s is None:
+        return "first seen: not recorded"
+    calls = failure.found_after_calls or 0
+    return (f"first seen after {failure.found_after_s:.2f} s and {calls:,} "
+            f"call{'' if calls == 1 else 's'}")
 
 
 class ReportError(ValueError):
@@ -111,6 +125,8 @@ class Report:
                     "repro": f.repro,
                     "engine": f.engine,
                     "actions": f.actions,
+                    "found_after_s": f.found_after_s,
+                    "found_after_calls": f.found_after_calls,
                 }
                 for f in self.failures
             ],
@@ -168,6 +184,7 @@ class Report:
                 "",
                 f"FAIL {failure.requirement} ({failure.level}): {failure.title}",
                 f"  {failure.message}",
+                f"  {_found(failure)}",
                 f"  minimal trace ({len(failure.trace)} steps, found by {failure.engine}):",
                 *[f"    {i + 1}. {step}" for i, step in enumerate(failure.trace)],
                 "  reproduce:",
@@ -212,6 +229,8 @@ def _from_json(data: Any, origin: str) -> Report:
                     repro=str(f["repro"]),
                     engine=str(f["engine"]),
                     actions=list(f.get("actions", [])),
+                    found_after_s=f.get("found_after_s"),
+                    found_after_calls=f.get("found_after_calls"),
                 )
                 for f in data["failures"]
             ],

@@ -25,6 +25,7 @@ from policyspec.engines.shrink import shrink
 from policyspec.exits import UsageError
 from policyspec.harness import Aborted
 from policyspec.harness.lockstep import unobservable
+from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile, get_profile
@@ -215,7 +216,8 @@ def run_check(
 
         database = DirectoryBasedExampleDatabase(options.hypothesis_db)
     standins = installed() if subject.stand_in else contextlib.nullcontext(None)
-    with standins, Watchdog(options.call_timeout) as watchdog:
+    sightings = Sightings(started)
+    with standins, in_run(sightings), Watchdog(options.call_timeout) as watchdog:
         try:
             for engine in chosen:
                 share = seconds * engine.share / total_share
@@ -297,7 +299,8 @@ def _minimise(
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
-    return Finding(requirement, message, trace, finding.engine, True)
+    return Finding(requirement, message, trace, finding.engine, True,
+                   finding.found_after_s, finding.found_after_calls)
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
@@ -402,6 +405,9 @@ def _report(
                 engine=finding.engine,
                 actions=record_actions(subject, profile, capacity, finding.trace, rid,
                                        replay=minimise),
+                found_after_s=None if finding.found_after_s is None else round(
+                    finding.found_after_s, 3),
+                found_after_calls=finding.found_after_calls,
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))

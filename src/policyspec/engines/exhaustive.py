@@ -183,6 +183,7 @@ class _Search:
         if mine:
             self.run.checked.update(h.checked)
             self.run.calls += h.calls
+        h.sightings.calls += h.calls
         h.checked.clear()
         h.calls = 0
 

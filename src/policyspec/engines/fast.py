@@ -35,6 +35,7 @@ from policyspec.engines.minimise import minimise
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import ConformanceFailure, Lockstep
+from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
 from policyspec.keymap import KeyMap
@@ -106,6 +107,7 @@ def _run_driver(
     kinds: Counter[str] = Counter()
     soft: dict[str, list[Action]] = {}
     draw = source.draw
+    sightings = current_sightings()
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         driver = Driver(subject, capacity, keys, model_of, profile.refinement)
         handlers, oracle = Driver.HANDLERS, driver.oracle
@@ -129,6 +131,7 @@ def _run_driver(
                     except Difference as found:
                         if found.requirement in must:
                             raise
+                        sightings.saw(found.requirement, driver.calls)
                         soft.setdefault(found.requirement, _spelled(runs))
                         count = len(actions_of(drawn))
                     done += count
@@ -138,6 +141,7 @@ def _run_driver(
                 idles += len(oracle.idle)
                 samples += 1
         except Difference as found:
+            sightings.saw(found.requirement, driver.calls)
             trace = _spelled(runs)
             _judge(run, subject, profile, capacity, trace, found)
         except CallTimeout:
@@ -151,6 +155,7 @@ def _run_driver(
         finally:
             watch.op = None
         run.calls += driver.calls
+        sightings.calls += driver.calls
         # A failing run's actions were not counted: the trace has them all.
         run.steps += sum(kinds.values()) if trace is None else len(trace)
         run.examples += 1

@@ -28,6 +28,7 @@ from policyspec.engines.render import describe
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.engines.shrink import shrink
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
+from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
 from policyspec.keymap import KeyMap
@@ -507,6 +508,7 @@ def run_metamorphic(
             run.checked[relation.requirement] += 1
             difference = judge.difference(relation, sequence, ctx, base)
             if difference is not None:
+                current_sightings().saw(difference.requirement, run.calls + judge.calls)
                 budget = max(2.0, seconds / 2)
                 finding = _minimal(judge, relation, sequence, ctx, difference, budget)
                 if finding is not None:
@@ -521,6 +523,7 @@ def run_metamorphic(
             break
     run.calls += judge.calls
     run.steps += judge.steps
+    current_sightings().calls += run.calls
     run.seconds = time.monotonic() - started
     return run
 

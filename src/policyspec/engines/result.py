@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from policyspec.harness.sightings import current
 from policyspec.model.actions import Action
 
 __all__ = ["EngineRun", "Finding"]
@@ -20,6 +21,10 @@ class Finding:
     engine: str
     shrunk: bool = False
     """True when the engine already minimised the trace."""
+    found_after_s: float | None = None
+    found_after_calls: int | None = None
+    """When the run first saw this requirement fail (``harness.sightings``);
+    set by ``EngineRun.add`` when the engine did not."""
 
 
 @dataclass
@@ -42,7 +47,13 @@ class EngineRun:
     engine's sequences and distinct model states)."""
 
     def add(self, finding: Finding) -> None:
-        """Keep the first (shortest, for shrunk engines) finding per requirement."""
+        """Keep the first (shortest, for shrunk engines) finding per requirement,
+        stamped with when the run first saw it."""
+        if finding.found_after_s is None:
+            sightings = current()
+            sightings.saw(finding.requirement)  # a no-op when seen before
+            finding.found_after_s, finding.found_after_calls = sightings.first[
+                finding.requirement]
         for index, old in enumerate(self.findings):
             if old.requirement == finding.requirement:
                 if len(finding.trace) < len(old.trace):

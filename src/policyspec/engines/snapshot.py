@@ -96,6 +96,7 @@ _SHARED = frozenset({
     "has_clear", "allocator", "keys", "_next_block_id", "calls",
     "model",  # immutable: every step makes a new one
     "threads", "_actions", "_worker",  # one second thread serves every branch in turn
+    "sightings",
 })
 _COPIED = frozenset({
     "policy", "blocks", "_given", "last_evict", "written", "known", "trace",

@@ -56,6 +56,7 @@ def end_example(stats: MachineStats, harness: Lockstep) -> None:
     """What a machine's teardown does (this one and the manager's): add the
     example's counts and soft failures to ``stats``, and collect garbage."""
     stats.calls += harness.calls
+    harness.sightings.calls += harness.calls
     stats.checked.update(harness.checked)
     for failure in harness.soft:
         if all(f.requirement != failure.requirement for f in stats.soft):

@@ -25,6 +25,7 @@ from policyspec.harness.failures import (
     ProcessDied,
     failure_type,
 )
+from policyspec.harness.sightings import current as sightings_now
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as _watch
 from policyspec.keymap import KeyMap
@@ -112,6 +113,7 @@ class Lockstep:
         has the request hooks."""
         self._worker: _Worker | None = None
         self._actions = 0
+        self.sightings = sightings_now()
 
     # -- the model ----------------------------------------------------------
 
@@ -174,6 +176,7 @@ class Lockstep:
             self.apply(action)
 
     def _fail(self, requirement: str, message: str) -> None:
+        self.sightings.saw(requirement, self.calls)
         failure = failure_type(requirement)(requirement, message, tuple(self.trace))
         if self.fatal(requirement):
             if requirement in _COSTLY:

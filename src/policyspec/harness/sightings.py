@@ -1,0 +1,57 @@
+"""When each failure was first seen: seconds from the start of the run and
+calls made until then (``found_after_s``, ``found_after_calls`` in the
+report). Shrinking comes after; what a user waits for is first the fault
+being seen, then the trace being short.
+
+One ``Sightings`` per run (and per worker process), made current by
+``session.run_check`` with ``in_run``; the harness and the engines that do
+not use it record into ``current()``: no parameter through every engine, no
+global that outlives the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from time import monotonic
+
+__all__ = ["Sightings", "current", "in_run"]
+
+
+class Sightings:
+    """First sightings of the requirements of one run."""
+
+    def __init__(self, started: float, calls: int = 0) -> None:
+        self.started = started
+        """``time.monotonic()`` when the run started (the same clock in
+        every worker process of the run)."""
+        self.calls = calls
+        """Policy calls made so far by finished examples of every engine;
+        an engine adds its examples' calls as they end."""
+        self.first: dict[str, tuple[float, int]] = {}
+
+    def saw(self, requirement: str, calls_in_example: int = 0) -> None:
+        """``requirement`` failed now, ``calls_in_example`` calls into the
+        current example."""
+        if requirement not in self.first:
+            self.first[requirement] = (monotonic() - self.started,
+                                       self.calls + calls_in_example)
+
+
+_CURRENT: ContextVar[Sightings | None] = ContextVar("policyspec_sightings", default=None)
+
+
+def current() -> Sightings:
+    """The run's recorder, or a throw-away one outside a run."""
+    found = _CURRENT.get()
+    return found if found is not None else Sightings(monotonic())
+
+
+@contextmanager
+def in_run(sightings: Sightings) -> Iterator[Sightings]:
+    token = _CURRENT.set(sightings)
+    try:
+        yield sightings
+    finally:
+        _CURRENT.reset(token)
