@@ -39,6 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="time budget of the check behind the suite: quick (default), "
                     "standard, deep, or seconds")
     group.addoption("--policy-seed", default=None, type=int, help="seed of the check")
+    group.addoption("--policy-jobs", default=None, type=int, metavar="N",
+                    help="worker processes of the check (default: the cores this process "
+                    "may use)")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -16,14 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
-from policyspec.engines import ENGINES, Engine, EngineContext, EngineRun, Finding
+from policyspec.engines import ENGINES, EngineContext, EngineRun, Finding
 from policyspec.engines.explain import culprit
 from policyspec.engines.minimise import minimise
 from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
 from policyspec.exits import UsageError
-from policyspec.harness import Aborted
 from policyspec.harness.lockstep import unobservable
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
@@ -41,6 +40,7 @@ from policyspec.report import (
 )
 from policyspec.subject import Subject
 from policyspec.trace_record import record_actions
+from policyspec.workers import Item, available_cores, forks, plan, run_items
 
 __all__ = [
     "BUDGETS",
@@ -91,6 +91,11 @@ class CheckOptions:
     keys: int | None = None
     symmetry: bool = True
     """The exhaustive engine's bounds (None: its defaults)."""
+    jobs: int | None = None
+    """Worker processes (policyspec.workers); None: the cores this process
+    may use; 1: every engine in turn in this process."""
+    fail_fast: bool = False
+    """The first MUST failure stops the other engines and workers."""
     isolate: bool = False
     memory_limit_mb: int = 4096
     api: str | None = None
@@ -113,6 +118,8 @@ class CheckOptions:
                              "add --engine exhaustive")
         if self.depth == 0 or self.keys == 0:
             raise UsageError("--depth and --keys must be at least 1")
+        if self.jobs is not None and self.jobs < 1:
+            raise UsageError("--jobs must be at least 1")
         index, total = self.shard
         if not 1 <= index <= total:
             raise UsageError(f"--shard {index}/{total}: expected K/N with 1 <= K <= N")
@@ -187,7 +194,7 @@ def run_check(
     ``shard=(k, n)`` runs the k-th of n deterministic parts of the work:
     engines marked ``shardable`` split their search space by it, the others
     run with the seed ``shard_seed(seed, shard)``."""
-    options = options or CheckOptions()
+    options = options or CheckOptions(jobs=1)  # library use: in turn unless asked
     options = replace(
         options,
         budget=options.budget if budget is None else budget,
@@ -206,9 +213,7 @@ def run_check(
         e for e in ENGINES.values() if e.default
     ]
     chosen = [e for e in chosen if e.applies(profile)]
-    total_share = sum(e.share for e in chosen) or 1.0
     started = time.monotonic()
-    runs: list[EngineRun] = []
     interrupted = False
     database = None
     if options.hypothesis_db:
@@ -216,35 +221,40 @@ def run_check(
 
         database = DirectoryBasedExampleDatabase(options.hypothesis_db)
     standins = installed() if subject.stand_in else contextlib.nullcontext(None)
-    sightings = Sightings(started)
-    with standins, in_run(sightings), Watchdog(options.call_timeout) as watchdog:
-        try:
-            for engine in chosen:
-                share = seconds * engine.share / total_share
-                say(f"{engine.name}: running for up to {share:.0f}s")
-                ctx = EngineContext(
-                    subject, profile, share,
-                    options.seed if engine.shardable else shard_seed(options.seed, options.shard),
-                    options.capacity, options.shard, database,
-                    options.depth, options.keys, options.symmetry,
-                )
-                run = _run_engine(engine, ctx)
-                runs.append(run)
-                say(
-                    f"{engine.name}: {run.calls} calls, {run.steps} steps, "
-                    f"{len(run.findings)} finding(s) in {run.seconds:.1f}s"
-                )
-        except KeyboardInterrupt:
-            interrupted = True
-            say("interrupted: reporting what ran so far")
-        report = _report(
-            subject, profile, runs, options.seed, options.strict, options.capacity,
-            time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
+    jobs = options.jobs or available_cores()
+    items = plan(chosen, seconds, options.seed, options.shard, jobs, shard_seed)
+
+    def build(item: Item) -> EngineContext:
+        return EngineContext(
+            subject, profile, item.seconds, item.seed, options.capacity, item.shard, database,
+            options.depth, options.keys, options.symmetry,
         )
+
+    sightings = Sightings(started)
+    done: list[EngineRun] = []
+    with standins, in_run(sightings):
+        # Workers fork before this process starts its watchdog thread.
+        forked = forks(jobs, items)
+        with contextlib.nullcontext() if forked else Watchdog(options.call_timeout) as clock:
+            try:
+                runs = run_items(items, build, jobs=jobs, fail_fast=options.fail_fast,
+                                 started=started, call_timeout=options.call_timeout, say=say,
+                                 done=done)
+            except KeyboardInterrupt:
+                interrupted = True
+                runs = done
+                say("interrupted: reporting what ran so far")
+        with Watchdog(options.call_timeout) as watchdog:
+            report = _report(
+                subject, profile, runs, options.seed, options.strict, options.capacity,
+                time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
+            )
+    enforced = watchdog.enforced and (clock is None or clock.enforced)
+    report.stats["jobs"] = jobs
     shard_ = options.shard
     if shard_ != (1, 1):
         report.stats["shard"] = f"{shard_[0]}/{shard_[1]}"
-    if not watchdog.enforced and options.call_timeout > 0:
+    if not enforced and options.call_timeout > 0:
         report.notes.append("the call time limit was not enforced (not on the main thread)")
     if interrupted:
         report.verdict = "interrupted"
@@ -260,18 +270,6 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
     seed itself; the same seed and shard always give the same run."""
     index, total = shard
     return seed * total + index - 1
-
-
-def _run_engine(engine: Engine, ctx: EngineContext) -> EngineRun:
-    try:
-        return engine.run(ctx)
-    except Aborted as aborted:
-        run = EngineRun(engine=engine.name)
-        failure = aborted.failure
-        run.add(Finding(failure.requirement, failure.message, failure.trace, engine.name))
-        return run
-    except Exception as exc:  # a checker bug must not pass as a verdict
-        return EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
 
 
 def _minimise(

@@ -25,21 +25,23 @@ __all__ = ["ConformanceSuite", "assert_requirement", "report_for"]
 DEFAULT_TARGET = "policyspec.reference:LRUCachePolicy"
 DEFAULT_PROFILE = "lru"
 
-_REPORTS: dict[tuple[str, str, str | float, int], Report] = {}
+_REPORTS: dict[tuple[str, str, str | float, int, int | None], Report] = {}
 
 
 def report_for(
-    target: str | type, profile: str, budget: str | float = "quick", seed: int = 0
+    target: str | type, profile: str, budget: str | float = "quick", seed: int = 0,
+    jobs: int | None = None,
 ) -> Report:
     """The report of one check, computed once per session and cached."""
     label = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
-    key = (label, profile, budget, seed)
+    key = (label, profile, budget, seed, jobs)
     if key not in _REPORTS:
         from policyspec.session import CheckOptions, check_target
 
         # The same run set-up as policyspec check (stand-ins for the whole
         # run, watchdog, ...), hence the same verdict.
-        _REPORTS[key] = check_target(target, profile, CheckOptions(budget=budget, seed=seed))
+        _REPORTS[key] = check_target(target, profile, CheckOptions(budget=budget, seed=seed,
+                                                                   jobs=jobs))
     return _REPORTS[key]
 
 
@@ -110,6 +112,7 @@ class ConformanceSuite:
     def test_requirement(self, requirement_id: str, request: pytest.FixtureRequest) -> None:
         target, profile, budget, seed = self._choice(request.config)
         assert requirement_id in load_registry()
-        assert_requirement(report_for(target, profile, budget, seed), requirement_id)
+        jobs = request.config.getoption("policy_jobs", None)
+        assert_requirement(report_for(target, profile, budget, seed, jobs), requirement_id)
 
 

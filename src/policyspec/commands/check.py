@@ -123,6 +123,13 @@ def add_parser(sub: Any) -> None:
                         "os._exit, crashes and memory exhaustion become verdicts")
     parser.add_argument("--memory-limit", type=positive_int, default=4096, metavar="MB",
                         help="address-space limit of the --isolate child (default 4096)")
+    parser.add_argument("--jobs", "-j", type=positive_int, default=None, metavar="N",
+                        help="worker processes (default: the cores this process may use; 1: "
+                        "every engine in turn in this process); each time-budgeted engine "
+                        "runs N copies at once, the exhaustive engine splits its space")
+    parser.add_argument("--fail-fast", "-x", action="store_true",
+                        help="stop the other engines and workers at the first MUST failure "
+                        "(then shrink it)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(handler=run)
 
@@ -156,7 +163,8 @@ def options_of(args: argparse.Namespace) -> CheckOptions:
         engines=tuple(args.engines) if args.engines else None,
         capacity=args.capacity, call_timeout=args.call_timeout, shard=args.shard,
         hypothesis_db=args.hypothesis_db, depth=args.depth, keys=args.keys,
-        symmetry=not args.no_symmetry, isolate=args.isolate,
+        symmetry=not args.no_symmetry, jobs=args.jobs, fail_fast=args.fail_fast,
+        isolate=args.isolate,
         memory_limit_mb=args.memory_limit, api=args.api, stand_in=not args.no_stand_in,
     )
 

@@ -161,7 +161,7 @@ def _run_driver(
         run.examples += 1
         _count_checks(run, driver, kinds)
         kinds.clear()
-        if run.findings or run.error:
+        if run.findings or run.error or sightings.stopped():
             break
     for requirement, trace in soft.items():
         _judge(run, subject, profile, capacity, trace, Difference(requirement, "soft"))

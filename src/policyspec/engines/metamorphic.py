@@ -519,7 +519,8 @@ def run_metamorphic(
             run.notes.append("stopped: a policy call did not return (API-RETURNS)")
             break
         index += 1
-        if time.monotonic() - started >= seconds or index == examples:
+        if (time.monotonic() - started >= seconds or index == examples
+                or current_sightings().stopped()):
             break
     run.calls += judge.calls
     run.steps += judge.steps

@@ -1,7 +1,8 @@
 """When each failure was first seen: seconds from the start of the run and
 calls made until then (``found_after_s``, ``found_after_calls`` in the
 report). Shrinking comes after; what a user waits for is first the fault
-being seen, then the trace being short.
+being seen, then the trace being short. The same recorder carries the run's
+``--fail-fast`` signal: engines ask ``stopped()`` between examples.
 
 One ``Sightings`` per run (and per worker process), made current by
 ``session.run_check`` with ``in_run``; the harness and the engines that do
@@ -11,7 +12,7 @@ global that outlives the run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from time import monotonic
@@ -22,7 +23,9 @@ __all__ = ["Sightings", "current", "in_run"]
 class Sightings:
     """First sightings of the requirements of one run."""
 
-    def __init__(self, started: float, calls: int = 0) -> None:
+    def __init__(
+        self, started: float, calls: int = 0, stop: Callable[[], bool] | None = None
+    ) -> None:
         self.started = started
         """``time.monotonic()`` when the run started (the same clock in
         every worker process of the run)."""
@@ -30,6 +33,12 @@ class Sightings:
         """Policy calls made so far by finished examples of every engine;
         an engine adds its examples' calls as they end."""
         self.first: dict[str, tuple[float, int]] = {}
+        self._stop = stop
+
+    def stopped(self) -> bool:
+        """True once the run was told to stop (``--fail-fast`` after a MUST
+        failure): an engine then ends at its next example."""
+        return self._stop is not None and self._stop()
 
     def saw(self, requirement: str, calls_in_example: int = 0) -> None:
         """``requirement`` failed now, ``calls_in_example`` calls into the

@@ -1,0 +1,257 @@
+"""Running a check's engines: in turn in this process (``--jobs 1``), or on
+several cores (``--jobs N``).
+
+With N jobs every time-budgeted engine runs N times at once, each copy for
+the engine's whole share of the budget: copy 0 with the run's own seed (so
+it makes exactly the calls ``--jobs 1`` makes), copy j with a seed of its
+own; the exhaustive engine splits its search space N ways instead (its
+``--shard`` mechanism, so the copies cover the space once); engines that
+measure fixed sizes run once. The same seed and the same ``--jobs`` give the
+same work; the copies of an engine are merged into one ``EngineRun``, a
+requirement's finding taken from the lowest copy that has one.
+
+Workers are forked from this process, so any subject works (no pickling of
+policy classes or closures), the vLLM stand-ins are already in place, and a
+worker that dies (the policy ended its process) is a verdict
+(API-PROCESS-ALIVE), never a hang. ``--fail-fast``: the first MUST failure
+sets a shared flag that every engine checks between examples.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from policyspec.engines import ENGINES, Engine, EngineContext, EngineRun, Finding
+from policyspec.harness import Aborted
+from policyspec.harness.sightings import Sightings, in_run
+from policyspec.harness.watchdog import Watchdog
+from policyspec.registry import load_registry
+
+__all__ = ["REPEATABLE", "Item", "available_cores", "copy_seed", "forks", "plan", "run_items"]
+
+REPEATABLE = frozenset({"stateful", "manager", "metamorphic", "fast"})
+"""Engines whose copies with other seeds find more: random and Hypothesis
+engines bounded by time (the others measure, or search a bounded space)."""
+
+
+def available_cores() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def copy_seed(seed: int, copy: int) -> int:
+    """Copy 0 keeps the run's seed; copy j > 0 gets one of its own."""
+    return seed if copy == 0 else seed * 1_000_003 + copy
+
+
+@dataclass(frozen=True)
+class Item:
+    """One engine run of a plan: which copy, for how long, with what seed
+    and which part of the search space."""
+
+    engine: str
+    copy: int
+    seconds: float
+    seed: int
+    shard: tuple[int, int]
+
+
+def plan(
+    chosen: Sequence[Engine], seconds: float, seed: int, shard: tuple[int, int], jobs: int,
+    seed_of: Callable[[int, tuple[int, int]], int],
+) -> list[Item]:
+    """The engine runs of a check: ``seconds`` split by the engines' shares,
+    and with ``jobs`` > 1 the copies described in the module text.
+    ``seed_of(seed, shard)`` is the seed of a non-shardable engine."""
+    total = sum(e.share for e in chosen) or 1.0
+    items: list[Item] = []
+    for engine in chosen:
+        share = seconds * engine.share / total
+        base = seed if engine.shardable else seed_of(seed, shard)
+        if jobs > 1 and engine.shardable:
+            index, count = shard
+            items += [Item(engine.name, j, share, seed, ((index - 1) * jobs + j + 1, count * jobs))
+                      for j in range(jobs)]
+        elif jobs > 1 and engine.name in REPEATABLE:
+            items += [Item(engine.name, j, share, copy_seed(base, j), shard) for j in range(jobs)]
+        else:
+            items.append(Item(engine.name, 0, share, base, shard))
+    # The engines with the smallest share first: the fast engine sees most
+    # faults within a second, and --fail-fast then spares the rest; the
+    # copies of one engine stay side by side, so workers stay balanced.
+    return sorted(items, key=lambda item: (ENGINES[item.engine].share, item.copy))
+
+
+Build = Callable[[Item], EngineContext]
+Progress = Callable[[str], None]
+
+
+def forks(jobs: int, items: Sequence[Item]) -> bool:
+    """Whether ``run_items`` will fork workers (it runs in turn otherwise)."""
+    return (jobs > 1 and len(items) > 1
+            and "fork" in multiprocessing.get_all_start_methods())
+
+
+def run_items(
+    items: Sequence[Item], build: Build, *, jobs: int, fail_fast: bool, started: float,
+    call_timeout: float, say: Progress, done: list[EngineRun],
+) -> list[EngineRun]:
+    """Every item's run (copies of one engine merged), in the order of the
+    engines: on ``jobs`` forked workers when ``forks``, else in turn in this
+    process, whose watchdog and sightings the caller has set. ``done``
+    collects the raw runs as they end, so an interrupted caller keeps them."""
+    if forks(jobs, items):
+        done.extend(_forked(items, build, jobs, fail_fast, started, call_timeout, say))
+    else:
+        for run in _in_turn(items, build, fail_fast, say):
+            done.append(run)
+    return _merged(items, done)
+
+
+def _in_turn(
+    items: Sequence[Item], build: Build, fail_fast: bool, say: Progress,
+) -> Iterator[EngineRun]:
+    """``--jobs 1``: each engine in turn in this process."""
+    for item in items:
+        say(f"{item.engine}: running for up to {item.seconds:.0f}s")
+        run = _run(item, build)
+        yield run
+        say(f"{item.engine}: {run.calls} calls, {run.steps} steps, "
+            f"{len(run.findings)} finding(s) in {run.seconds:.1f}s")
+        if fail_fast and _must(run):
+            say("fail-fast: a MUST failure was found; the other engines do not run")
+            return
+
+
+def _run(item: Item, build: Build) -> EngineRun:
+    engine = ENGINES[item.engine]
+    try:
+        return engine.run(build(item))
+    except Aborted as aborted:
+        run = EngineRun(engine=engine.name)
+        failure = aborted.failure
+        run.add(Finding(failure.requirement, failure.message, failure.trace, engine.name))
+        return run
+    except Exception as exc:  # a checker bug must not pass as a verdict
+        return EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
+
+
+def _must(run: EngineRun) -> bool:
+    registry = load_registry()
+    return any(registry[f.requirement].level == "MUST" for f in run.findings
+               if f.requirement in registry)
+
+
+# -- forked workers -----------------------------------------------------------
+
+_WORK: dict[str, Any] = {}
+"""What a forked worker reads (set before the pool forks, read only there)."""
+
+
+def _worker(index: int) -> EngineRun:
+    items: Sequence[Item] = _WORK["items"]
+    stop = _WORK["stop"]
+    if stop.is_set():
+        return EngineRun(engine=items[index].engine, notes=["stopped before it ran (fail-fast)"])
+    sightings = Sightings(_WORK["started"], stop=stop.is_set)
+    with in_run(sightings), Watchdog(_WORK["call_timeout"]):
+        run = _run(items[index], _WORK["build"])
+    if _must(run) and _WORK["fail_fast"]:
+        stop.set()
+    return run
+
+
+def _forked(
+    items: Sequence[Item], build: Build, jobs: int, fail_fast: bool, started: float,
+    call_timeout: float, say: Progress,
+) -> list[EngineRun]:
+    context = multiprocessing.get_context("fork")
+    stop = context.Event()
+    _WORK.update(items=items, build=build, stop=stop, started=started,
+                 call_timeout=call_timeout, fail_fast=fail_fast)
+    runs: list[EngineRun | None] = [None] * len(items)
+    order = range(len(items))  # the plan's order: the quickest finders first
+    say(f"{len(items)} engine runs on {jobs} worker processes")
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            pending: dict[Future[EngineRun], int] = {pool.submit(_worker, i): i for i in order}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    index = pending.pop(future)
+                    runs[index] = _outcome(future, items[index])
+                    run = runs[index]
+                    assert run is not None
+                    say(f"{run.engine} (copy {items[index].copy}): {run.calls} calls, "
+                        f"{len(run.findings)} finding(s) in {run.seconds:.1f}s")
+                    if fail_fast and _must(run):
+                        stop.set()
+                        for other in pending:
+                            other.cancel()
+    finally:
+        _WORK.clear()
+    return [run if run is not None else EngineRun(engine=items[i].engine, notes=[
+        "stopped before it ran (fail-fast)"]) for i, run in enumerate(runs)]
+
+
+def _outcome(future: Future[EngineRun], item: Item) -> EngineRun:
+    """A worker's run, or the verdict on a worker that died."""
+    if future.cancelled():
+        return EngineRun(engine=item.engine, notes=["stopped before it ran (fail-fast)"])
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        run = EngineRun(engine=item.engine)
+        run.add(Finding(
+            "API-PROCESS-ALIVE",
+            f"the worker process running the {item.engine} engine ended during a policy "
+            "call (the policy ended or crashed its process); rerun with --isolate --jobs 1 "
+            "for the call and the trace that did it",
+            (), item.engine, shrunk=True))
+        return run
+
+
+# -- merging the copies of one engine -------------------------------------------------
+
+
+def _merged(items: Sequence[Item], runs: Sequence[EngineRun]) -> list[EngineRun]:
+    """One run per engine, in the order engines first appear in ``items``."""
+    by_engine: dict[str, list[tuple[int, EngineRun]]] = {}
+    for item, run in zip(items, runs, strict=False):
+        by_engine.setdefault(item.engine, []).append((item.copy, run))
+    return [_merge(sorted(copies, key=lambda c: c[0])) for copies in by_engine.values()]
+
+
+def _merge(copies: list[tuple[int, EngineRun]]) -> EngineRun:
+    if len(copies) == 1:
+        return copies[0][1]
+    first = copies[0][1]
+    merged = EngineRun(engine=first.engine)
+    for _, run in copies:
+        for finding in run.findings:
+            if all(f.requirement != finding.requirement for f in merged.findings):
+                merged.findings.append(finding)  # the lowest copy's, whatever the timing
+        merged.checked.update(run.checked)
+        merged.calls += run.calls
+        merged.steps += run.steps
+        merged.examples += run.examples
+        merged.seconds = max(merged.seconds, run.seconds)
+        merged.not_applicable.update(run.not_applicable)
+        merged.notes.extend(n for n in run.notes if n not in merged.notes)
+        merged.error = merged.error or run.error
+        for name, value in run.counts.items():
+            if name.startswith("mean_") or name in ("states",):
+                merged.counts[name] = max(merged.counts.get(name, value), value)
+            else:
+                merged.counts[name] = merged.counts.get(name, 0) + value
+    merged.notes.append(f"{len(copies)} copies ran at once (--jobs), their counts summed")
+    return merged
