@@ -237,7 +237,7 @@ class RefusesBigEvictions(LRUCachePolicy[Any, Any]):
     [
         (IgnoresProtected, "lru", "EVICT-UNPROTECTED", 4),
         (IgnoresProtected, "core", "EVICT-UNPROTECTED", 4),
-        (EvictsInFlight, "core", "EVICT-IDLE-ONLY", 3),
+        (EvictsInFlight, "core", "EVICT-IDLE-ONLY", 4),  # the manager's: one store completes
         (DropsOnShortage, "core", "EVICT-ATOMIC", 4),
         (TouchesForward, "lru", "LRU-EVICT-ORDER", 8),
         (WritesRefCnt, "core", "BLOCK-NO-WRITE", 3),

@@ -91,7 +91,7 @@ def test_interrupted_run_still_writes_a_valid_report(tmp_path: Path) -> None:
         # fixed sleep: on a loaded machine start-up alone can take seconds.
         assert child.stderr is not None
         for line in child.stderr:
-            if "running for up to" in line:
+            if "running for up to" in line or "worker processes" in line:
                 break
         time.sleep(1)
         child.send_signal(signal.SIGTERM)

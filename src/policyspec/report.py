@@ -64,6 +64,22 @@ class FailureReport:
     requirement fail (before shrinking); None in reports older than the field."""
     found_after_calls: int | None = None
     """Policy calls the run had made by then."""
+    by_manager: bool | None = None
+    """Whether vLLM's manager itself could make the trace (else only another
+    caller of the policy API could); None in reports older than the field."""
+
+
+def _steps(count: int) -> str:
+    return f"{count} step" if count == 1 else f"{count} steps"
+
+
+def _witness(failure: FailureReport) -> str:
+    if failure.by_manager is None or not failure.trace:
+        return ""
+    if failure.by_manager:
+        return "; vLLM's manager can make these calls"
+    return ("; a caller other than vLLM's manager: it never inserts an idle block, "
+            "removes a ready one, or evicts more than it counts idle")
 
 
 def _found(failure: FailureReport) -> str:
@@ -127,6 +143,7 @@ class Report:
                     "actions": f.actions,
                     "found_after_s": f.found_after_s,
                     "found_after_calls": f.found_after_calls,
+                    "by_manager": f.by_manager,
                 }
                 for f in self.failures
             ],
@@ -185,7 +202,8 @@ class Report:
                 f"FAIL {failure.requirement} ({failure.level}): {failure.title}",
                 f"  {failure.message}",
                 f"  {_found(failure)}",
-                f"  minimal trace ({len(failure.trace)} steps, found by {failure.engine}):",
+                f"  minimal trace ({_steps(len(failure.trace))}, found by {failure.engine}"
+                f"{_witness(failure)}):",
                 *[f"    {i + 1}. {step}" for i, step in enumerate(failure.trace)],
                 "  reproduce:",
                 *[f"    {line}" for line in failure.repro.rstrip().splitlines()],
@@ -231,6 +249,7 @@ def _from_json(data: Any, origin: str) -> Report:
                     actions=list(f.get("actions", [])),
                     found_after_s=f.get("found_after_s"),
                     found_after_calls=f.get("found_after_calls"),
+                    by_manager=f.get("by_manager"),
                 )
                 for f in data["failures"]
             ],

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
 from policyspec.engines import ENGINES, EngineContext, EngineRun, Finding
 from policyspec.engines.explain import culprit
-from policyspec.engines.minimise import minimise
+from policyspec.engines.minimise import witness
 from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
@@ -26,7 +26,7 @@ from policyspec.exits import UsageError
 from policyspec.harness.lockstep import unobservable
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
-from policyspec.model.actions import Action
+from policyspec.model.actions import Action, by_manager
 from policyspec.profiles import Profile, get_profile
 from policyspec.registry import load_registry, requirements_for
 from policyspec.report import (
@@ -286,7 +286,7 @@ def _minimise(
     elif finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
-        trace = minimise(trace, fails_with(subject, profile, capacity, family))
+        trace = witness(trace, fails_with(subject, profile, capacity, family))
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
@@ -406,6 +406,7 @@ def _report(
                 found_after_s=None if finding.found_after_s is None else round(
                     finding.found_after_s, 3),
                 found_after_calls=finding.found_after_calls,
+                by_manager=by_manager(finding.trace),
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))

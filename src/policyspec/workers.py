@@ -184,23 +184,37 @@ def _forked(
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             pending: dict[Future[EngineRun], int] = {pool.submit(_worker, i): i for i in order}
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    index = pending.pop(future)
-                    runs[index] = _outcome(future, items[index])
-                    run = runs[index]
-                    assert run is not None
-                    say(f"{run.engine} (copy {items[index].copy}): {run.calls} calls, "
-                        f"{len(run.findings)} finding(s) in {run.seconds:.1f}s")
-                    if fail_fast and _must(run):
-                        stop.set()
-                        for other in pending:
-                            other.cancel()
+            try:
+                _collect(pending, items, runs, stop, fail_fast, say)
+            except KeyboardInterrupt:
+                # End now, with what ran: the workers stop at their next
+                # example, the runs not started are dropped.
+                stop.set()
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
     finally:
         _WORK.clear()
     return [run if run is not None else EngineRun(engine=items[i].engine, notes=[
         "stopped before it ran (fail-fast)"]) for i, run in enumerate(runs)]
+
+
+def _collect(
+    pending: dict[Future[EngineRun], int], items: Sequence[Item], runs: list[EngineRun | None],
+    stop: Any, fail_fast: bool, say: Progress,
+) -> None:
+    """Take each worker's run as it ends; with ``fail_fast``, a MUST failure
+    stops the rest."""
+    while pending:
+        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            index = pending.pop(future)
+            runs[index] = run = _outcome(future, items[index])
+            say(f"{run.engine} (copy {items[index].copy}): {run.calls} calls, "
+                f"{len(run.findings)} finding(s) in {run.seconds:.1f}s")
+            if fail_fast and _must(run):
+                stop.set()
+                for other in pending:
+                    other.cancel()
 
 
 def _outcome(future: Future[EngineRun], item: Item) -> EngineRun:

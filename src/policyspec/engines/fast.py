@@ -31,7 +31,7 @@ from time import monotonic
 
 from policyspec.engines.action_source import ActionSource, Run, actions_of
 from policyspec.engines.fast_driver import Difference, Driver
-from policyspec.engines.minimise import minimise
+from policyspec.engines.minimise import witness
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import ConformanceFailure, Lockstep
@@ -289,7 +289,7 @@ def _shrink(
     observed = fails_with(subject, profile, capacity, requirement)
     quick = fails_with(subject, profile, capacity, requirement, observe=False)
     if quick(trace):
-        small = minimise(trace, quick)
+        small = witness(trace, quick)
         if observed(small):
             return small
-    return minimise(trace, observed)
+    return witness(trace, observed)

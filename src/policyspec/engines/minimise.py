@@ -14,12 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from policyspec.engines.shrink import shrink
-from policyspec.model.actions import Action
+from policyspec.model.actions import Action, by_manager
+from policyspec.model.request import GROUP_STRIDE
+from policyspec.model.state import IDLE, IN_FLIGHT
 
-__all__ = ["drop_keys", "fewer_evicted", "minimise", "without_key"]
+__all__ = [
+    "drop_keys",
+    "fewer_evicted",
+    "legalized",
+    "minimise",
+    "renumbered",
+    "without_key",
+    "witness",
+]
 
 Fails = Callable[[Sequence[Action]], bool]
 ROUNDS = 16
+MANAGED_EXTRA = 4
+"""Steps a witness vLLM's manager could make may add to the shortest one."""
 
 
 def minimise(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
@@ -32,6 +44,102 @@ def minimise(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
         if best == before:
             break
     return best
+
+
+def witness(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
+    """The trace to show an author: ``minimise``d; one vLLM's manager could
+    make when there is such a trace (``model.actions.by_manager``: the
+    policy's fault shows on real traffic); keys renumbered 0, 1, 2, ... in
+    order of appearance when the failure stays."""
+    best = minimise(trace, fails)
+    if not by_manager(best):
+        for start in dict.fromkeys((legalized(best), legalized(trace))):
+            if by_manager(start) and fails(start):
+                managed = minimise(start, lambda t: fails(t) and by_manager(t))
+                # A witness the manager could make is worth a few more steps
+                # (a store completed rather than inserted idle), not many.
+                if by_manager(managed) and len(managed) <= len(best) + MANAGED_EXTRA:
+                    best = managed
+                    break
+    small = renumbered(best)
+    return small if small != best and fails(small) else best
+
+
+def legalized(trace: Sequence[Action]) -> tuple[Action, ...]:
+    """``trace`` made as vLLM's manager would make it, where it can be: a
+    block inserted idle is stored in flight and completed, ``evict(0)`` and
+    the removal of a key not in flight go, an eviction asks for at most the
+    idle blocks there are (the fast-fail guard) or goes."""
+    out: list[Action] = []
+    refs: dict[int, int] = {}
+    gone = 0
+    for action in trace:
+        op = action[0]
+        if op == "insert":
+            if refs.get(action[1]) == IDLE:
+                gone -= 1
+            if action[2] == IDLE:
+                out += [("insert", action[1], IN_FLIGHT, *action[3:]), ("finish_store", action[1])]
+                refs[action[1]] = IDLE
+                continue
+            refs[action[1]] = action[2]
+        elif op == "remove":
+            if refs.get(action[1]) != IN_FLIGHT:
+                continue
+            del refs[action[1]]
+        elif op == "evict":
+            idle = sum(1 for r in refs.values() if r == IDLE) - gone
+            n = min(action[1], idle)
+            if n < 1:
+                continue
+            gone += n
+            action = ("evict", n, action[2])
+        elif op == "clear":
+            refs, gone = {}, 0
+        elif op in ("finish_store", "end_read"):
+            refs[action[1]] = IDLE if op == "finish_store" else refs[action[1]] - 1
+        elif op == "start_read":
+            refs[action[1]] = refs[action[1]] + 1
+        out.append(action)
+    return tuple(out)
+
+
+def renumbered(trace: Sequence[Action]) -> tuple[Action, ...]:
+    """``trace`` with its keys renamed 0, 1, 2, ... in order of appearance
+    (within each KV group). Only right for a policy that does not look at
+    key values, hence tried, never assumed."""
+    names: dict[int, int] = {}
+    counts: dict[int, int] = {}
+
+    def name(k: int) -> int:
+        if k not in names:
+            group = k // GROUP_STRIDE
+            names[k] = group * GROUP_STRIDE + counts.get(group, 0)
+            counts[group] = counts.get(group, 0) + 1
+        return names[k]
+
+    for action in trace:
+        for k in _keys_of(action):
+            name(k)
+    return tuple(_renamed(action, name) for action in trace)
+
+
+def _renamed(action: Action, name: Callable[[int], int]) -> Action:
+    op = action[0]
+    if op == "touch":
+        return ("touch", tuple(name(k) for k in action[1]))
+    if op == "evict":
+        return ("evict", action[1], frozenset(name(k) for k in action[2]))
+    if op == "clear":
+        return action
+    if op == "set_positions":
+        return (op, action[1], tuple((name(k), pos) for k, pos in action[2]))
+    if op in ("on_store_miss", "on_request_access"):
+        return (op, action[1], tuple(name(k) for k in action[2]))
+    if op == "on_request_finished":
+        return (op, action[1], tuple(tuple(name(k) for k in g) for g in action[2]),
+                frozenset(name(k) for k in action[3]), frozenset(name(k) for k in action[4]))
+    return (op, name(action[1]), *action[2:])
 
 
 def fewer_evicted(trace: tuple[Action, ...], fails: Fails) -> tuple[Action, ...]:

@@ -24,12 +24,13 @@ from policyspec.model.preconditions import (
     can_touch,
 )
 from policyspec.model.request import Requests, can_access, can_finish, can_store_miss
-from policyspec.model.state import IDLE, State
+from policyspec.model.state import IDLE, IN_FLIGHT, State
 
 __all__ = [
     "ACTION_NAMES",
     "Action",
     "Primitive",
+    "by_manager",
     "expand",
     "is_legal",
 ]
@@ -128,3 +129,41 @@ def expand(state: State, action: Action) -> Sequence[Primitive]:
             return (("set_ref", key, ref), ("mark_evictable", key))
         return (("set_ref", key, ref),)
     return (action,)
+
+
+def by_manager(trace: Sequence[Action]) -> bool:
+    """Whether vLLM's manager itself could make this caller-legal trace
+    (spec/manager.md): it inserts only blocks in flight, removes only keys
+    in flight (a failed store), and calls ``evict(n, protected)`` only with
+    1 <= n <= its count of idle blocks (the fast-fail guard skips the rest).
+    The policy API allows more; a witness outside this is labelled so."""
+    refs: dict[int, int] = {}
+    gone = 0
+    """Idle keys some evict took: which ones is the policy's choice, so
+    they stay in ``refs`` until a later insert of one shows it was gone."""
+    for action in trace:
+        op = action[0]
+        if op == "insert":
+            if action[2] != IN_FLIGHT:
+                return False
+            if refs.get(action[1]) == IDLE:
+                gone -= 1
+        elif op == "remove" and refs.get(action[1]) != IN_FLIGHT:
+            return False
+        elif op == "evict":
+            idle = sum(1 for r in refs.values() if r == IDLE) - gone
+            if not 1 <= action[1] <= idle:
+                return False
+            gone += action[1]
+            continue
+        elif op == "clear":
+            refs, gone = {}, 0
+            continue
+        if op in ("finish_store", "start_read", "end_read") and action[1] not in refs:
+            return False  # outside the caller contract: no trace of anyone's
+        for call in expand(State(dict(refs)), action):
+            if call[0] in ("insert", "set_ref"):
+                refs[call[1]] = call[2]
+            elif call[0] == "remove":
+                refs.pop(call[1], None)
+    return True
