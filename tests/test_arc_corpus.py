@@ -169,7 +169,7 @@ def test_reference_arc_fails_lru_and_names_the_first_difference() -> None:
 
 
 def faulty(stem: str) -> Subject:
-    return subject_from_class(load_policy(Path(__file__).parent / "faulty" / f"{stem}.py"))
+    return subject_for_class(load_policy(Path(__file__).parent / "faulty" / f"{stem}.py"))
 
 
 class RemoveLeavesGhost(ARCCachePolicy[Any, Any]):
@@ -233,7 +233,7 @@ ATTRIBUTION: list[tuple[str, Subject, int, list[Action], str]] = [
     ),
     (
         "a failed store leaves a ghost that a later touch learns from",
-        subject_from_class(RemoveLeavesGhost), 8,
+        subject_for_class(RemoveLeavesGhost), 8,
         [*stored(0, 1), ("insert", 2, -1), ("remove", 2), ("touch", (2, 2)), ("touch", (1,)),
          ("evict", 1, NONE)],
         "ARC-REMOVE-NO-GHOST",

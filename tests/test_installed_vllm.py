@@ -14,12 +14,12 @@ from __future__ import annotations
 import sys
 
 import pytest
+from vllm_env import require_vllm
 
 from policyspec.adapters import load_subject, standins
 from policyspec.profiles import get_profile
 from policyspec.report import Report
 from policyspec.session import run_check
-from vllm_env import require_vllm
 
 LRU = "vllm.v1.kv_offload.cpu.policies.lru"
 ARC = "vllm.v1.kv_offload.cpu.policies.arc"
