@@ -13,7 +13,7 @@ read into the record and handed on as a fresh generator of the same items.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,10 +57,17 @@ def first_difference(left: list[Call], right: list[Call]) -> int | None:
 class RecordingPolicy:
     """The policy behind a recording (module doc)."""
 
-    def __init__(self, policy: Any, names: KeyNames | None = None) -> None:
+    def __init__(
+        self,
+        policy: Any,
+        names: KeyNames | None = None,
+        sink: Callable[[Call], None] | None = None,
+    ) -> None:
         self.policy = policy
         self.names = names if names is not None else KeyNames()
         self.calls: list[Call] = []
+        self.sink = sink
+        """Told of each call too (to interleave it with other records)."""
 
     @property
     def cache_capacity(self) -> Any:
@@ -97,7 +104,7 @@ class RecordingPolicy:
         try:
             result = fn(*real)
         except Exception as exc:
-            self.calls.append(Call(op, thread, args, ("raise", type(exc).__name__)))
+            self._record(Call(op, thread, args, ("raise", type(exc).__name__)))
             raise
         shown = result
         if op == "get":
@@ -107,8 +114,13 @@ class RecordingPolicy:
                 type(result).__name__,
                 tuple((self.names(k), self._chunk(c)) for k, c in result),
             )
-        self.calls.append(Call(op, thread, args, shown))
+        self._record(Call(op, thread, args, shown))
         return result
+
+    def _record(self, call: Call) -> None:
+        self.calls.append(call)
+        if self.sink is not None:
+            self.sink(call)
 
     # -- the R9 methods -------------------------------------------------------
 

@@ -127,6 +127,12 @@ class TrafficCounts:
     jobs_dropped: int = 0
     """Transfers in flight at a reset that never complete."""
     events: int = 0
+    unpositioned_requests: int = 0
+    """Requests with some keys left without a position."""
+    shuffled_requests: int = 0
+    """Requests whose batches were offered out of prefix order."""
+    late_completions: int = 0
+    """Transfers completed after their request's finish."""
     calls_by_thread: list[int] = field(default_factory=lambda: [0, 0])
 
 
@@ -257,6 +263,7 @@ class _Traffic:
         if rng.random() < config.missing_positions:
             every = [key for keys in chunks for key in keys]
             unpositioned = set(rng.sample(every, rng.randint(1, min(2, len(every)))))
+            self.counts.unpositioned_requests += 1
         for index, keys in enumerate(chunks):
             for key in keys:
                 if key not in unpositioned:
@@ -271,8 +278,10 @@ class _Traffic:
             self.counts.loads += 1
             self._schedule(_Job(0, False, loaded, request))
         batches = self._batches(chunks[hits:])
-        if rng.random() < config.out_of_order:
+        if len(batches) > 1 and rng.random() < config.out_of_order:
+            in_order = list(batches)
             rng.shuffle(batches)
+            self.counts.shuffled_requests += batches != in_order
         request.batches = list(batches)
         request.all_batches = list(batches)
         self.running.append(request)
@@ -326,6 +335,7 @@ class _Traffic:
 
     def _complete(self, job: _Job) -> None:
         context = job.request.context
+        self.counts.late_completions += job.request.signalled
         if not job.store:
             self.call(self.manager.complete_load, job.keys, context)
             return
