@@ -56,5 +56,5 @@ EOF
 echo "== vLLM 0.33.0 venv ready in $((SECONDS - start)) s: $venv"
 
 POLICYSPEC_REQUIRE_VLLM=1 "$venv/bin/python" -m pytest -q -p no:xdist -rs \
-  tests/test_installed_vllm.py tests/test_vllm_differential.py
+  tests/test_installed_vllm.py tests/test_vllm_differential.py tests/test_vllm_standins_match.py
 echo "== vLLM 0.33.0 step: $((SECONDS - start)) s"
