@@ -269,4 +269,3 @@ def test_every_file_has_a_direct_test_and_a_placeholder_header() -> None:
         assert f'"{path.stem}"' in source, f"{path.name} has no direct test"
         first = path.read_text(encoding="utf-8").split("\n", 1)[0]
         assert first.startswith('"""faulty: ') and first.split()[1] in placeholders, path.name
-
