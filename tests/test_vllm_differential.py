@@ -68,7 +68,7 @@ CONFIGS = _configs()
 @contextmanager
 def figures_shown(capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[[str], None]]:
     with capsys.disabled():
-        yield lambda line: print(f"\n  {line}", end="")
+        yield lambda line: print(f"\n  {line}")
 
 
 def _real(policy: RecordingPolicy, num_chunks: int, threshold: int) -> Any:
