@@ -92,7 +92,8 @@ class RequestCacheAccess:
 
 class RefCntListener(Protocol):
     """Told of every ``ref_cnt`` write the manager makes, just before and
-    just after it (``chunk`` is the object written to)."""
+    just after it: ``chunk`` is the object written to (None before a new
+    chunk is built, whose constructor writes -1)."""
 
     def before_write(self, key: Any, chunk: Any, new_ref_cnt: int) -> None: ...
     def after_write(self, key: Any, chunk: Any, new_ref_cnt: int) -> None: ...
