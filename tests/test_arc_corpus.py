@@ -40,6 +40,8 @@ from policyspec.subject import Subject, subject_from_class
 FAULTY = sorted((Path(__file__).parent / "faulty").glob("arc_*.py"))
 BUDGET = 4.0
 """Seconds per run; a faulty run ends at its first finding."""
+CONFORMS_BUDGET = 12.0
+"""Seconds for the reference ARC's conformance run (every arc id observed)."""
 SEED = 20240611
 CAPACITY = 8
 DEFAULT_ENGINES = ("fast",)
@@ -139,8 +141,11 @@ def test_attribution_reports_only_registered_ids() -> None:
 
 @pytest.mark.parametrize("capacity", [CAPACITY, 64])
 def test_reference_arc_conforms_to_arc(capacity: int) -> None:
-    report = run_check(subject_for_class(ARCCachePolicy), get_profile("arc"), budget=BUDGET,
-                       seed=SEED, capacity=capacity)
+    # Every arc id must be observed, the 0.33 hooks' too: a store of a
+    # ghost key (ARC-STORE-MISS-ADAPT) took more than 4 s to come up at
+    # capacity 64 on a loaded 2-core machine, so this run has its own budget.
+    report = run_check(subject_for_class(ARCCachePolicy), get_profile("arc"),
+                       budget=CONFORMS_BUDGET, seed=SEED, capacity=capacity)
     assert not report.errors, report.errors
     assert report.verdict == "pass", shown(report)
     arc = {s.id: s.status for s in report.requirements if s.profile == "arc"}
