@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from policyspec.adapters import subject_for_class
 from policyspec.engines import ENGINES, Engine, EngineContext, EngineRun, register_engine
 from policyspec.engines.action_source import KINDS, ActionSource
 from policyspec.harness import Lockstep
@@ -16,7 +17,6 @@ from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
 from policyspec.report import NOT_TESTED, PASS
 from policyspec.session import run_check
-from policyspec.subject import subject_from_class
 
 NEVER = ("remove", "touch", "clear")
 
@@ -48,7 +48,7 @@ def no_touch_engine() -> Iterator[str]:
 
 
 def test_arc_ids_of_calls_never_made_are_not_tested(no_touch_engine: str) -> None:
-    report = run_check(subject_from_class(ARCCachePolicy), get_profile("arc"), budget=1.0,
+    report = run_check(subject_for_class(ARCCachePolicy), get_profile("arc"), budget=1.0,
                        engines=[no_touch_engine], capacity=16)
     status = {r.id: r.status for r in report.requirements}
     for rid in ("ARC-TOUCH-ORDER", "ARC-TOUCH-NOT-READY", "ARC-GHOST-ADAPT",

@@ -3,13 +3,16 @@ the engines call ``get/insert/remove/touch(keys)/evict(n, p)``."""
 
 from __future__ import annotations
 
+import copy
 import ctypes
 from pathlib import Path
 from typing import Any
 
 from policyspec.adapters import SeedAdapter, load_subject, subject_for_class, unwrap
+from policyspec.adapters.seed import adapt
 from policyspec.adapters.standins import keys as standin_keys
 from policyspec.adapters.standins import policies as sp
+from policyspec.reference import ARCCachePolicy
 
 CORPUS = Path(__file__).parent / "vllm_corpus"
 
@@ -198,3 +201,17 @@ def test_corpus_r6_policy_runs_a_store_batch_through_the_adapter() -> None:
     inner: Any = unwrap(policy)
     assert list(inner.members.values()) == [keys]  # one session for the batch
     assert inner.open_id is None
+
+
+def test_a_deep_copy_of_the_view_drives_the_copied_policy() -> None:
+    """Branching engines fork a harness with deepcopy: the copy's closures
+    (R9's insert, touch) must reach the copy's policy, not the original."""
+    original = adapt(ARCCachePolicy(cache_capacity=2), "R9", standin_keys.ReqContext("r"))
+    ready = sp.ChunkStatus(0)
+    ready.ref_cnt = 0
+    original.insert("a", ready)
+    twin = copy.deepcopy(original)
+    twin.insert("b", sp.ChunkStatus(1))
+    twin.touch(["a"])
+    assert original.get("b") is None and twin.get("b") is not None
+    assert list(unwrap(original).t1) == ["a"] and list(unwrap(twin).t2) == ["a"]

@@ -40,6 +40,8 @@ from policyspec.subject import Subject, subject_from_class
 FAULTY = sorted((Path(__file__).parent / "faulty").glob("arc_*.py"))
 BUDGET = 4.0
 """Seconds per run; a faulty run ends at its first finding."""
+CONFORMS_BUDGET = 12.0
+"""Seconds for the reference ARC's conformance run (every arc id observed)."""
 SEED = 20240611
 CAPACITY = 8
 DEFAULT_ENGINES = ("fast",)
@@ -139,8 +141,11 @@ def test_attribution_reports_only_registered_ids() -> None:
 
 @pytest.mark.parametrize("capacity", [CAPACITY, 64])
 def test_reference_arc_conforms_to_arc(capacity: int) -> None:
-    report = run_check(subject_for_class(ARCCachePolicy), get_profile("arc"), budget=BUDGET,
-                       seed=SEED, capacity=capacity)
+    # Every arc id must be observed, the 0.33 hooks' too: a store of a
+    # ghost key (ARC-STORE-MISS-ADAPT) took more than 4 s to come up at
+    # capacity 64 on a loaded 2-core machine, so this run has its own budget.
+    report = run_check(subject_for_class(ARCCachePolicy), get_profile("arc"),
+                       budget=CONFORMS_BUDGET, seed=SEED, capacity=capacity)
     assert not report.errors, report.errors
     assert report.verdict == "pass", shown(report)
     arc = {s.id: s.status for s in report.requirements if s.profile == "arc"}
@@ -169,7 +174,7 @@ def test_reference_arc_fails_lru_and_names_the_first_difference() -> None:
 
 
 def faulty(stem: str) -> Subject:
-    return subject_from_class(load_policy(Path(__file__).parent / "faulty" / f"{stem}.py"))
+    return subject_for_class(load_policy(Path(__file__).parent / "faulty" / f"{stem}.py"))
 
 
 class RemoveLeavesGhost(ARCCachePolicy[Any, Any]):
@@ -233,7 +238,7 @@ ATTRIBUTION: list[tuple[str, Subject, int, list[Action], str]] = [
     ),
     (
         "a failed store leaves a ghost that a later touch learns from",
-        subject_from_class(RemoveLeavesGhost), 8,
+        subject_for_class(RemoveLeavesGhost), 8,
         [*stored(0, 1), ("insert", 2, -1), ("remove", 2), ("touch", (2, 2)), ("touch", (1,)),
          ("evict", 1, NONE)],
         "ARC-REMOVE-NO-GHOST",

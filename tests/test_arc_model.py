@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import pytest
 
+from policyspec.adapters.standins.keys import ReqContext
 from policyspec.model import arc
 from policyspec.model.arc import ArcState, agrees_with, arc_well_formed
 from policyspec.model.arc_profile import ARCRefinement
@@ -26,6 +27,9 @@ from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
 from policyspec.registry import load_registry
 from policyspec.subject import Block
+
+CTX = ReqContext("req-0")
+"""The request the reference ARC's calls come from (R9 API)."""
 
 Lists = tuple[list[int], list[int], list[int], list[int]]
 
@@ -123,7 +127,7 @@ class ReferenceBackend:
     def insert(self, key: int, ref_cnt: int) -> None:
         self.blocks[key] = Block(ref_cnt, self._next_id)
         self._next_id += 1
-        self.policy.insert(key, self.blocks[key])
+        self.policy.insert(key, self.blocks[key], CTX)
 
     def set_ref(self, key: int, ref_cnt: int) -> None:
         self.blocks[key].ref_cnt = ref_cnt
@@ -139,7 +143,7 @@ class ReferenceBackend:
         del self.blocks[key]
 
     def touch(self, keys: Sequence[int]) -> None:
-        self.policy.touch(list(keys))
+        self.policy.touch(list(keys), CTX)
 
     def evict(self, n: int, protected: Collection[int]) -> list[int] | None:
         result = self.policy.evict(n, set(protected))

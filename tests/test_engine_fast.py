@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from policyspec.adapters import subject_for_class
 from policyspec.cli import main
 from policyspec.engines.action_source import ActionSource, actions_of
 from policyspec.engines.fast import run_fast
@@ -159,7 +160,7 @@ def test_reference_lru_passes(profile: str) -> None:
 
 
 def test_other_refinements_run_through_the_model_and_its_hooks() -> None:
-    subject = subject_from_class(ARCCachePolicy)
+    subject = subject_for_class(ARCCachePolicy)  # R9: through the seed adapter
     run = run_fast(subject, get_profile("arc"), 0, 0, 16, examples=2)
     assert run.findings == [] and run.error is None
     assert any("no fast oracle" in note for note in run.notes)

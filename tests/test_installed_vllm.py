@@ -4,17 +4,17 @@ policyspec's stand-ins): the LRU passes core, and lru up to vLLM 0.30 (from
 0.31 it fails exactly LRU-MARK-RECENCY, by design: HEAP_LRU); the ARC
 passes arc.
 
-Runs only where vLLM's policy modules import (README, "Checking against an
-installed vLLM", gives the commands that install them on a CPU-only
-machine); skipped everywhere else, CI included.
+Runs only where vLLM's policy modules import: .ci/vllm033.sh installs
+vLLM 0.33.0 on the CPU and runs it there (README, "Checking against an
+installed vLLM"); skipped everywhere else.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import pytest
+from vllm_env import require_vllm
 
 from policyspec.adapters import load_subject, standins
 from policyspec.profiles import get_profile
@@ -29,20 +29,8 @@ SEED = 0
 
 def _vllm_version() -> str:
     """The installed vLLM's version; skips the module when its policies do
-    not import."""
-    if not standins.vllm_importable():
-        pytest.skip("vLLM is not installed", allow_module_level=True)
-    try:
-        for name in (LRU, ARC):
-            importlib.import_module(name)
-    except Exception as exc:  # an install without some dependency, a CUDA-only build, ...
-        pytest.skip(
-            f"vLLM is installed but its policy modules do not import: "
-            f"{type(exc).__name__}: {exc}",
-            allow_module_level=True,
-        )
-    vllm = sys.modules["vllm"]
-    assert not standins.is_standin(vllm)
+    not import (an error under POLICYSPEC_REQUIRE_VLLM, tests/vllm_env.py)."""
+    vllm = require_vllm(LRU, ARC)
     return str(getattr(vllm, "__version__", "unknown"))
 
 

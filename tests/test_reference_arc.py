@@ -14,12 +14,17 @@ from collections.abc import Hashable, Iterable
 
 import pytest
 
+from policyspec.adapters import subject_for_class, unwrap
+from policyspec.adapters.standins.keys import ReqContext
 from policyspec.engines.action_source import ActionSource
 from policyspec.harness import Lockstep
 from policyspec.model.arc import ArcState
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
-from policyspec.subject import Block, subject_from_class
+from policyspec.subject import Block
+
+CTX = ReqContext("req-0")
+"""The request every direct call comes from (R9: insert and touch take one)."""
 
 
 class CountedBlock:
@@ -63,10 +68,10 @@ def arc_of(policy: ARCCachePolicy[Hashable, Block], harness: Lockstep) -> ArcSta
 @pytest.mark.parametrize("seed", range(12))
 def test_lists_and_target_follow_the_model_on_random_traces(seed: int) -> None:
     capacity = 2 + seed % 5
-    subject = subject_from_class(ARCCachePolicy)
+    subject = subject_for_class(ARCCachePolicy)
     harness = Lockstep(subject, get_profile("arc"), capacity)
     source = ActionSource(random.Random(seed), pool=capacity + 4, capacity=capacity)
-    policy = harness.policy
+    policy = unwrap(harness.policy)
     assert isinstance(policy, ARCCachePolicy)
     for _ in range(400):
         harness.apply(source.next(harness.state))
@@ -78,8 +83,8 @@ def _filled(size: int, tally: list[int]) -> ARCCachePolicy[int, CountedBlock]:
     recent quarter of each list pinned (a rescan would re-read those)."""
     policy: ARCCachePolicy[int, CountedBlock] = ARCCachePolicy(cache_capacity=size)
     for key in range(size):
-        policy.insert(key, CountedBlock(0, key, tally))
-    policy.touch(list(range(size // 2, size))[::-1])
+        policy.insert(key, CountedBlock(0, key, tally), CTX)
+    policy.touch(list(range(size // 2, size))[::-1], CTX)
     for key in [*range(size // 8), *range(size // 2, size // 2 + size // 8)]:
         block = policy.get(key)
         assert block is not None
@@ -102,9 +107,9 @@ def test_batch_eviction_reads_each_block_at_most_once(target: float) -> None:
 def test_get_returns_the_inserted_object_and_none_once_evicted() -> None:
     policy: ARCCachePolicy[str, Block] = ARCCachePolicy(cache_capacity=2)
     block = Block(0, 7)
-    policy.insert("a", block)
+    policy.insert("a", block, CTX)
     assert policy.get("a") is block
-    policy.touch(["a"])
+    policy.touch(["a"], CTX)
     assert policy.get("a") is block  # from T2 now
     assert policy.evict(1, set()) == [("a", block)]
     assert policy.get("a") is None and policy.get("never") is None
@@ -112,13 +117,13 @@ def test_get_returns_the_inserted_object_and_none_once_evicted() -> None:
 
 def test_touch_accepts_anything_the_scheduler_sends() -> None:
     policy: ARCCachePolicy[int, Block] = ARCCachePolicy(cache_capacity=4)
-    policy.insert(1, Block(-1, 0))
-    policy.insert(2, Block(0, 1))
-    policy.insert(3, Block(2, 2))
-    policy.touch([])
-    policy.touch([9, 1, 1, 2, 3, 2, 9])
-    policy.touch(k for k in (3, 1))  # any iterable, not only a list
-    policy.touch((2,))
+    policy.insert(1, Block(-1, 0), CTX)
+    policy.insert(2, Block(0, 1), CTX)
+    policy.insert(3, Block(2, 2), CTX)
+    policy.touch([], CTX)
+    policy.touch([9, 1, 1, 2, 3, 2, 9], CTX)
+    policy.touch((k for k in (3, 1)), CTX)  # any iterable, not only a list
+    policy.touch((2,), CTX)
     assert list(policy.t1) == [1]  # in flight: never promoted
     assert list(policy.t2) == [3, 2]  # the tuple touched 2 last
     assert policy.b1 == {} and policy.b2 == {} and policy.target_t1_size == 0
@@ -126,7 +131,7 @@ def test_touch_accepts_anything_the_scheduler_sends() -> None:
 
 def test_mark_hooks_do_nothing_and_remove_of_an_absent_key_is_tolerated() -> None:
     policy: ARCCachePolicy[int, Block] = ARCCachePolicy(cache_capacity=2)
-    policy.insert(1, Block(0, 0))
+    policy.insert(1, Block(0, 0), CTX)
     policy.mark_non_evictable(1)
     policy.mark_evictable(1)
     policy.mark_evictable(5)
@@ -137,9 +142,9 @@ def test_mark_hooks_do_nothing_and_remove_of_an_absent_key_is_tolerated() -> Non
 def test_clear_resets_lists_and_target() -> None:
     policy: ARCCachePolicy[int, Block] = ARCCachePolicy(cache_capacity=2)
     for key in (1, 2):
-        policy.insert(key, Block(0, key))
+        policy.insert(key, Block(0, key), CTX)
     assert policy.evict(1, set()) is not None
-    policy.touch([1])
+    policy.touch([1], CTX)
     assert policy.target_t1_size == 1
     policy.clear()
     assert (policy.t1, policy.t2, policy.b1, policy.b2) == ({}, {}, {}, {})
@@ -148,6 +153,6 @@ def test_clear_resets_lists_and_target() -> None:
 
 def test_zero_capacity_trims_every_ghost() -> None:
     policy: ARCCachePolicy[int, Block] = ARCCachePolicy(cache_capacity=0)
-    policy.insert(1, Block(0, 0))
+    policy.insert(1, Block(0, 0), CTX)
     assert policy.evict(1, set()) is not None
     assert not policy.b1 and policy.target_t1_size == 0

@@ -313,7 +313,9 @@ def _request_level_blame(
     calls from one thread pass (API-ANY-THREAD), or the same trace without
     its hook calls passes although the failure is a core one seen elsewhere
     (HOOK-KEEPS-MEMBERSHIP: a hook changed what later calls see)."""
-    if failure_of(subject, profile, capacity, trace, threads=False) is None:
+    # (Only a trace can be replayed from one thread: a finding without one,
+    # such as evict-linear's timing, says nothing about threads.)
+    if trace and failure_of(subject, profile, capacity, trace, threads=False) is None:
         return "API-ANY-THREAD", (
             f"the calls of the trace fail when every other step comes from a second thread, "
             f"and pass from one thread ({message}); the spec requires the same behaviour "

@@ -14,7 +14,7 @@ from policyspec.reference.arc import ARCCachePolicy
 
 
 class Policy(ARCCachePolicy[Any, Any]):
-    def touch(self, keys: Iterable[Any]) -> None:
+    def touch(self, keys: Iterable[Any], req_context: Any) -> None:
         for key in reversed(list(keys)):
             if key in self.b1 or key in self.b2:
                 # the fault: revived first, so the adaptation below finds no ghost
@@ -25,4 +25,4 @@ class Policy(ARCCachePolicy[Any, Any]):
                 elif key in self.b2:
                     self._shrink_target()
             else:
-                super().touch([key])
+                super().touch([key], req_context)

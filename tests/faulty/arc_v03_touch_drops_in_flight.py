@@ -14,7 +14,7 @@ from policyspec.reference.arc import ARCCachePolicy
 
 
 class Policy(ARCCachePolicy[Any, Any]):
-    def touch(self, keys: Iterable[Any]) -> None:
+    def touch(self, keys: Iterable[Any], req_context: Any) -> None:
         for key in reversed(list(keys)):
             if key in self.t1:
                 block = self.t1.pop(key)
@@ -22,4 +22,4 @@ class Policy(ARCCachePolicy[Any, Any]):
                     self.t2[key] = block
                 # the fault: a block in flight is not put back into T1
             else:
-                super().touch([key])
+                super().touch([key], req_context)

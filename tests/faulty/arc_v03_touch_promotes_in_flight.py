@@ -14,9 +14,9 @@ from policyspec.reference.arc import ARCCachePolicy
 
 
 class Policy(ARCCachePolicy[Any, Any]):
-    def touch(self, keys: Iterable[Any]) -> None:
+    def touch(self, keys: Iterable[Any], req_context: Any) -> None:
         for key in reversed(list(keys)):
             if key in self.t1:
                 self.t2[key] = self.t1.pop(key)  # the fault: no readiness check
             else:
-                super().touch([key])
+                super().touch([key], req_context)

@@ -14,7 +14,7 @@ from policyspec.reference.arc import ARCCachePolicy
 
 
 class Policy(ARCCachePolicy[Any, Any]):
-    def touch(self, keys: Iterable[Any]) -> None:
+    def touch(self, keys: Iterable[Any], req_context: Any) -> None:
         for key in reversed(list(keys)):
             if key in self.t1:
                 block = self.t1.pop(key)
@@ -23,4 +23,4 @@ class Policy(ARCCachePolicy[Any, Any]):
                 else:
                     self.t2[key] = block
             else:
-                super().touch([key])
+                super().touch([key], req_context)

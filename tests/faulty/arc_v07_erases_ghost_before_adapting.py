@@ -11,7 +11,8 @@ that touch adapts (ARC-GHOST-ADAPT) before the insert erases the ghost
 (ARC-INSERT-T1); only a manager can get that order wrong. This ARC has the
 bug's order itself: its ``touch`` leaves the learning to the store, and its
 ``insert`` erases the ghost first and asks which ghost list holds the key
-afterwards, so the target never moves.
+afterwards, so the target never moves. At 0.33's API (R9) the store path
+starts with ``on_store_miss``; this ARC leaves that hook idle too.
 """
 
 from collections.abc import Iterable
@@ -21,17 +22,20 @@ from policyspec.reference.arc import ARCCachePolicy
 
 
 class Policy(ARCCachePolicy[Any, Any]):
-    def touch(self, keys: Iterable[Any]) -> None:
+    def touch(self, keys: Iterable[Any], req_context: Any) -> None:
         for key in reversed(list(keys)):
             if key in self.b1:
                 self.b1.move_to_end(key)  # learning is left to the store path
             elif key in self.b2:
                 self.b2.move_to_end(key)
             else:
-                super().touch([key])
+                super().touch([key], req_context)
 
-    def insert(self, key: Any, block: Any) -> None:
-        super().insert(key, block)  # erases the ghost ...
+    def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
+        return None  # learning is left to insert (R9's store path)
+
+    def insert(self, key: Any, block: Any, req_context: Any) -> None:
+        super().insert(key, block, req_context)  # erases the ghost ...
         if key in self.b1:  # ... so the adaptation (the fault: too late) never runs
             self._grow_target()
         elif key in self.b2:

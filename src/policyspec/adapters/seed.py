@@ -32,6 +32,7 @@ defines it; ``policy`` is the wrapped object.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
@@ -125,6 +126,21 @@ class SeedAdapter:
 
     def __repr__(self) -> str:
         return f"SeedAdapter({self.policy!r}, revision={self.revision!r})"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SeedAdapter:
+        """The same view over a copy of the policy. The closures above hold
+        the original policy's methods, and ``deepcopy`` shares functions, so
+        copying the adapter field by field would leave the copy's ``insert``
+        and ``touch`` calling the original (a branching engine's fork)."""
+        policy = copy.deepcopy(self.policy, memo)
+        view = adapt(
+            policy, self.revision, copy.deepcopy(self.req_context, memo),
+            has_evict_until=hasattr(self, "evict_until"),
+        )
+        assert isinstance(view, SeedAdapter)
+        memo[id(self)] = view
+        view._depth, view._open, view._pending = self._depth, self._open, self._pending
+        return view
 
 
 def unwrap(policy: object) -> object:

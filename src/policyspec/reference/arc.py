@@ -1,23 +1,31 @@
-"""The reference ARC: vLLM's in-tree ARC behaviour (spec/arc.md), made fast.
+"""The reference ARC: vLLM's in-tree ARC behaviour (spec/arc.md), made fast,
+at vLLM 0.33.0's API (R9: ``insert`` and ``touch`` get the request's
+context; the request hooks of CONTRACT.md section 5).
 
 Written from the spec, independent of ``policyspec.model`` (the model is its
 oracle). Batch eviction walks T1 and T2 once each, from their least recent
 ends, so one ``evict(n)`` costs O(n + entries skipped), never a rescan per
-victim (vllm PR #50992).
+victim (vllm PR #50992). For the calls the seed-era ARC also had, 0.33's ARC
+behaves the same; what 0.33 adds lives in the hooks: ghost hits adapt the
+target in ``on_store_miss`` (before ``insert`` erases the ghost), and a
+request's reuse of a ready chunk promotes it to T2 in
+``on_request_finished``, while chunks the request only inserted keep their
+list.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Iterator
-from typing import Generic, TypeVar
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
 
-from policyspec.reference.lru import BlockLike
+from policyspec.reference.lru_033 import ChunkLike
+from policyspec.reference.requests import RequestContextLike, head_to_tail
 
 __all__ = ["ARCCachePolicy"]
 
 K = TypeVar("K")
-B = TypeVar("B", bound=BlockLike)
+B = TypeVar("B", bound=ChunkLike)
 
 
 class ARCCachePolicy(Generic[K, B]):
@@ -43,9 +51,9 @@ class ARCCachePolicy(Generic[K, B]):
         block = self.t1.get(key)
         return self.t2.get(key) if block is None else block
 
-    def insert(self, key: K, block: B) -> None:
+    def insert(self, key: K, chunk: B, req_context: Any) -> None:
         # A returning key is a new T1 entry; it stops being a ghost.
-        self.t1[key] = block
+        self.t1[key] = chunk
         self.b1.pop(key, None)
         self.b2.pop(key, None)
 
@@ -54,7 +62,7 @@ class ARCCachePolicy(Generic[K, B]):
         if self.t1.pop(key, None) is None:
             self.t2.pop(key, None)
 
-    def touch(self, keys: Iterable[K]) -> None:
+    def touch(self, keys: Iterable[K], req_context: Any) -> None:
         # Last key first, so the head of a prefix ends up most recent.
         ordered = keys if isinstance(keys, list | tuple) else list(keys)
         t1, t2 = self.t1, self.t2
@@ -70,12 +78,51 @@ class ARCCachePolicy(Generic[K, B]):
                     t1.move_to_end(key)
             elif key in t2:
                 t2.move_to_end(key)
-            elif key in self.b1:
-                self._grow_target()
-                self.b1.move_to_end(key)
-            elif key in self.b2:
-                self._shrink_target()
-                self.b2.move_to_end(key)
+            else:
+                self._ghost_hit(key)
+
+    def _ghost_hit(self, key: K) -> None:
+        """A key met again after its eviction: move the target towards the
+        list it was evicted from."""
+        if key in self.b1:
+            self._grow_target()
+            self.b1.move_to_end(key)
+        elif key in self.b2:
+            self._shrink_target()
+            self.b2.move_to_end(key)
+
+    def on_store_miss(self, keys: Iterable[K], req_context: Any) -> None:
+        # Before the insert that erases the ghost; last key first, as touch.
+        for key in reversed(list(keys)):
+            self._ghost_hit(key)
+
+    def on_request_access(self, keys: Iterable[K], req_context: Any) -> None:
+        # Frequency is counted once, when the request finishes.
+        return None
+
+    def on_request_finished(
+        self,
+        key_groups: Sequence[Sequence[K]],
+        insertion_only_keys: Collection[K],
+        reused_keys: Collection[K],
+        req_context: RequestContextLike,
+    ) -> None:
+        """Tail to head: a chunk the request reused (ready when it read it)
+        is one more access, T1 -> T2 or most recent in T2; a chunk it only
+        inserted is refreshed in its own list; other keys are left alone."""
+        t1, t2 = self.t1, self.t2
+        for key in reversed(head_to_tail(key_groups, req_context)):
+            if key in insertion_only_keys:
+                if key in t1:
+                    t1.move_to_end(key)
+                elif key in t2:
+                    t2.move_to_end(key)
+            elif key in reused_keys:
+                block = t1.pop(key, None)
+                if block is not None:
+                    t2[key] = block
+                elif key in t2:
+                    t2.move_to_end(key)
 
     def _grow_target(self) -> None:
         # A B1 ghost hit: T1 was evicted too early.

@@ -55,8 +55,12 @@ def _policy_module(home: str, *, chunks: bool = False) -> Callable[[], dict[str,
             "CachePolicy": policies.cache_policy_for(home),
         }
         if chunks:
+            # As vLLM 0.33.0's module, which also re-exports the key and
+            # context types it imports from kv_offload.base.
             names["ChunkStatus"] = policies.ChunkStatus
             names["order_request_keys"] = policies.order_request_keys
+            names["OffloadKey"] = keys.OffloadKey
+            names["ReqContext"] = keys.ReqContext
         return names
 
     return contents

@@ -47,7 +47,10 @@ def get_offload_group_idx(key: OffloadKey) -> int:
 
 @dataclass
 class ReqContext:
-    """What vLLM tells a policy about the request behind a call."""
+    """What vLLM tells a policy about the request behind a call. As in
+    vLLM 0.33.0: per-request state keyed by the value's type, and each key's
+    end-token position. vLLM's ``load_tier_filter`` (the tiering package's
+    ``TierFilter``) is not modelled."""
 
     req_id: str
     kv_transfer_params: dict[str, Any] | None = None
@@ -56,10 +59,12 @@ class ReqContext:
     _state: dict[type, Any] = field(default_factory=dict, repr=False, init=False)
     _offload_key_positions: dict[bytes, int] = field(default_factory=dict, repr=False, init=False)
 
-    def set_state(self, value: Any) -> None:
-        self._state[type(value)] = value
+    def set_state(self, val: Any) -> None:
+        """Keep ``val`` as the request's state of its type (one per type)."""
+        self._state[type(val)] = val
 
     def get_state(self, cls: type[Any]) -> Any:
+        """The state of type ``cls`` set last, or None."""
         return self._state.get(cls)
 
     def set_offload_key_position(self, key: bytes, end_token: int) -> None:

@@ -15,6 +15,7 @@ never from these defaults.
 from __future__ import annotations
 
 import ctypes
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -120,11 +121,23 @@ class CachePolicy(ABC):
     def on_request_access(self, keys: Iterable[Any], req_context: Any, **kwargs: Any) -> None:
         return None
 
-    def on_request_finished(self, *args: Any) -> None:
-        if len(args) == 4:  # R8: (key_groups, insertion_only, reused, req_context)
-            key_groups, _insertion_only, _reused, req_context = args
-            for keys in key_groups:
-                self.touch(keys, req_context)
+    def on_request_finished(self, *args: Any, **kwargs: Any) -> None:
+        # R8 / R9: (key_groups, insertion_only_keys, reused_keys, req_context),
+        # by position or by name: one touch per group. R6: (req_context), a no-op.
+        if len(args) + len(kwargs) != 4:
+            return None
+        bound = _FINISHED.bind(*args, **kwargs).arguments
+        for keys in bound["key_groups"]:
+            self.touch(keys, bound["req_context"])
+
+
+def _finished_shape(
+    key_groups: Any, insertion_only_keys: Any, reused_keys: Any, req_context: Any
+) -> None:
+    """R9's on_request_finished parameters (a signature to bind to)."""
+
+
+_FINISHED = inspect.signature(_finished_shape)
 
 
 def order_request_keys(key_groups: Sequence[Sequence[Any]], req_context: Any) -> list[Any]:

@@ -1,0 +1,22 @@
+"""faulty: ARC-EVICT-ORDER profile=arc
+
+vLLM 0.33.0's ARC learning from a ghost hit in ``insert`` (just before it
+erases the ghost) instead of in ``on_store_miss``. The manager evicts
+between the two calls, so the eviction that makes room for the returning
+key still sees the old target: ARC picks the victim from the list the
+ghost hit says to spare.
+"""
+
+from collections.abc import Iterable
+from typing import Any
+
+from policyspec.reference.arc import ARCCachePolicy
+
+
+class Policy(ARCCachePolicy[Any, Any]):
+    def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
+        return None
+
+    def insert(self, key: Any, chunk: Any, req_context: Any) -> None:
+        self._ghost_hit(key)  # the fault: after the eviction, not before it
+        super().insert(key, chunk, req_context)

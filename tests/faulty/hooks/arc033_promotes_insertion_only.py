@@ -1,0 +1,24 @@
+"""faulty: ARC-EVICT-ORDER profile=arc
+
+vLLM 0.33.0's ARC counting a store as an access: at a request's finish the
+keys it only inserted are promoted from T1 to T2 like the keys it reused.
+In 0.33 only a reuse of a ready chunk is a frequency hit; this ARC fills T2
+with chunks seen once and evicts from T2 what it should keep.
+"""
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from policyspec.reference.arc import ARCCachePolicy
+
+
+class Policy(ARCCachePolicy[Any, Any]):
+    def on_request_finished(
+        self,
+        key_groups: Sequence[Sequence[Any]],
+        insertion_only_keys: Collection[Any],
+        reused_keys: Collection[Any],
+        req_context: Any,
+    ) -> None:
+        reused = set(reused_keys) | set(insertion_only_keys)  # the fault
+        super().on_request_finished(key_groups, set(), reused, req_context)

@@ -1,0 +1,22 @@
+"""faulty: LRU033-EVICT-ORDER profile=lru-0.33
+
+The request-ranked LRU keeping a request's rank across ``clear``: the rank
+it stored in the request's context is reused whatever the cache generation.
+After a reset the clock starts again, so a request still running from
+before the reset ranks with the oldest new requests (or below them) instead
+of getting a fresh rank.
+"""
+
+from typing import Any
+
+from policyspec.reference.lru_033 import LRU033CachePolicy, RequestRank
+
+
+class Policy(LRU033CachePolicy[Any, Any]):
+    def request_rank(self, req_context: Any) -> int:
+        state = req_context.get_state(RequestRank)
+        if not isinstance(state, RequestRank) or state.owner is not self:
+            # the fault: the generation is not compared
+            state = RequestRank(self, self.generation, self._tick())
+            req_context.set_state(state)
+        return state.rank
