@@ -257,7 +257,7 @@ class Lockstep:
         self._check_blocks(op)
         self._check_arguments()
         if self.observe:
-            requirement = PRESENCE_REQUIREMENT.get(op, "GET-PURE")
+            requirement = PRESENCE_REQUIREMENT.get(op, "GET-KEEPS-MEMBERSHIP")
             if op == "evict" and result is None:
                 requirement = "EVICT-ATOMIC"
             self._check_presence(op, requirement)
