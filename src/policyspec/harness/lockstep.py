@@ -358,6 +358,7 @@ class Lockstep:
         self.known.add(k)
         got = self._call("get", self.policy.get, self.key(k))
         self._check_get(k, got, "get")
+        self._step(("get", k))  # an exact profile judges what a get leaves
         return got
 
     def _clear(self) -> None:
