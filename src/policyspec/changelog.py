@@ -46,7 +46,7 @@ _HEADING = re.compile(r"^## (\d+)\.(\d+)\.(\d+)\b")
 _ID = r"([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+)"
 _LEVEL = "(" + "|".join(LEVELS) + ")"
 _LINES = {
-    "added": re.compile(rf"^- added {_ID} \({_LEVEL}, ([a-z0-9-]+)\)(?:: (.+))?$"),
+    "added": re.compile(rf"^- added {_ID} \({_LEVEL}, ([a-z0-9.-]+)\)(?:: (.+))?$"),
     "removed": re.compile(rf"^- removed {_ID}: (.+)$"),
     "relevelled": re.compile(rf"^- relevelled {_ID} {_LEVEL} -> {_LEVEL}: (.+)$"),
     "stricter": re.compile(rf"^- stricter {_ID}: (.+)$"),
