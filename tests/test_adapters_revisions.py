@@ -170,6 +170,44 @@ def test_revision_is_detected_from_the_class_itself(cls: type, api: str) -> None
     assert subject_for_class(cls).api == api
 
 
+class OnStandinR0BlockHash(sp.cache_policy_for("vllm.v1.kv_offload.cpu.policies.abstract")):  # type: ignore[misc]
+    """A fork's R0 file that kept R-1's parameter names."""
+
+    insert, remove, touch, evict = _Six.insert, _Six.remove, _Six.touch, _Six.evict
+
+    def __init__(self, cache_capacity: int) -> None:
+        self.blocks: dict[Any, Any] = {}
+
+    def get(self, block_hash: Any) -> Any:
+        return self.blocks.get(block_hash)
+
+
+class OnStandinRMinus1(sp.cache_policy_for("vllm.v1.kv_offload.cpu_manager")):  # type: ignore[misc]
+    get, insert, remove, touch, evict = _Six.get, _Six.insert, _Six.remove, _Six.touch, _Six.evict
+
+    def __init__(self, cache_capacity: int) -> None:
+        self.blocks: dict[Any, Any] = {}
+
+
+@pytest.mark.parametrize(
+    ("cls", "api", "evidence"),
+    [
+        (OnStandinR0BlockHash, "R0", "its CachePolicy comes from "
+         "vllm.v1.kv_offload.cpu.policies.abstract"),
+        (OnStandinR0, "R0", "its CachePolicy comes from vllm.v1.kv_offload.cpu.policies.abstract"),
+        (OnStandinRMinus1, "R-1", "its CachePolicy comes from vllm.v1.kv_offload.cpu_manager"),
+        (RMinus1, "R-1", "no vLLM CachePolicy base, and get's parameter is named block_hash"),
+        (R1, "R1", "six original methods only (no vLLM CachePolicy base"),
+    ],
+)
+def test_the_import_home_decides_before_a_parameter_name_and_the_reason_names_it(
+    cls: type, api: str, evidence: str
+) -> None:
+    found = detect(cls)
+    assert found.api == api
+    assert evidence in found.reason, found.reason
+
+
 def test_stand_in_defaults_are_not_taken_for_the_policys_own_methods() -> None:
     found = detect(OnStandinR7)
     assert found.hooks == ("evict_until",)  # not open_session, on_store_miss, ... of the ABC

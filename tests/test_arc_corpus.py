@@ -106,13 +106,14 @@ def test_every_arc_bug_of_the_catalogue_has_a_faulty_arc() -> None:
 def test_every_arc_requirement_is_exercised_by_a_varied_sequence() -> None:
     """Every ARC id but the cost one counts as checked once a sequence does
     what it is about (stores, touches of resident, in-flight and ghost
-    keys, marks, removes, clears) and an eviction follows."""
+    keys, marks, gets, removes, clears) and an eviction follows."""
     arc = {rid for rid, req in load_registry().items() if req.profile == "arc"}
     model = get_profile("arc").model(4)
     exercised: set[str] = set()
     trace = [
         ("insert", 0, IDLE), ("insert", 1, IDLE), ("insert", 2, IN_FLIGHT),
-        ("touch", (1, 2)), ("start_read", 0), ("end_read", 0), ("evict", 1, frozenset()),
+        ("touch", (1, 2)), ("start_read", 0), ("end_read", 0), ("get", 1),
+        ("evict", 1, frozenset()),
         ("touch", (0,)), ("insert", 3, IN_FLIGHT), ("remove", 3), ("evict", 1, frozenset()),
         ("on_store_miss", 0, (0, 1, 3)), ("on_request_access", 0, (2,)),
         ("on_request_finished", 0, ((2,),), frozenset(), frozenset({2})),

@@ -11,7 +11,12 @@ Headers (first docstring line), read without importing the file:
   needs what other tests run: an unregistered profile or engine, a
   requirement outside its profile (the ``cost`` ids), or an engine that is
   not time-budgeted for the profile (``exhaustive``, ``cost``).
-* ``correct: core=pass [lru=pass|fail]``.
+* ``correct: core=pass [lru=pass|fail] [arc=pass|fail]``: every correct
+  policy passes core; an exact profile it names it passes, or fails only
+  under that profile's own ids (``LRU-*``, ``ARC-*``: a correct policy that
+  merely differs from the refinement). ``should=<ID>[,<ID>]`` names the
+  SHOULDs the design breaks on purpose (an admission policy's refusals, a
+  sketch that counts misses); a core run may report those and no other.
 
 Engines: a faulty file runs on the engines its header names, else on the
 fast engine alone (a default engine of every ``policyspec check``). Measured
@@ -207,7 +212,10 @@ def test_corpus_headers_name_registered_requirements() -> None:
     for header in corpus(CORRECT):
         assert header.kind == "correct", f"{header.path.name}: header must start 'correct:'"
         assert header.fields.get("core") == "pass", f"{header.path.name}: must declare core=pass"
-        assert header.fields.get("lru", "pass") in ("pass", "fail"), header.path.name
+        for profile in EXACT:
+            assert header.fields.get(profile, "pass") in ("pass", "fail"), header.path.name
+        for rid in filter(None, header.fields.get("should", "").split(",")):
+            assert registry[rid].level == "SHOULD", f"{header.path.name}: {rid} is no SHOULD"
     for stem in SUITE_GAPS:
         assert (FAULTY / f"{stem}.py").exists(), f"SUITE_GAPS names a missing file {stem}"
 
@@ -249,27 +257,44 @@ def test_correct_policy_conforms_to_core(header: Header) -> None:
     assert not report.errors, report.errors
     assert report.verdict == "pass", f"{header.path.name} is correct under core:\n{shown(report)}"
     assert not [f for f in report.failures if f.level == "MUST"]
+    declared = set(filter(None, header.fields.get("should", "").split(",")))
+    reported = {f.requirement for f in report.failures}
+    assert reported <= declared, (
+        f"{header.path.name} reports SHOULDs its header does not declare (should=...):\n"
+        f"{shown(report)}"
+    )
 
 
-LRU_DECLARED = [h for h in corpus(CORRECT) if "lru" in h.fields]
+EXACT = {"lru": "LRU-", "arc": "ARC-"}
+"""Exact profiles a correct file may declare, and the prefix of their ids."""
 
 
-@pytest.mark.parametrize("header", list(params(LRU_DECLARED)))
-def test_correct_policy_meets_lru_exactly_when_it_is_the_seed(header: Header) -> None:
-    conforms = header.fields["lru"] == "pass"
+def exact_params() -> Iterator[object]:
+    for header in corpus(CORRECT):
+        for profile in EXACT:
+            if profile in header.fields:
+                yield pytest.param(header, profile, id=f"{header.path.stem}-{profile}")
+
+
+@pytest.mark.parametrize(("header", "profile"), list(exact_params()))
+def test_correct_policy_meets_an_exact_profile_exactly_when_it_is_that_design(
+    header: Header, profile: str
+) -> None:
+    conforms = header.fields[profile] == "pass"
     report = (
-        check(header, "lru", budget=BUDGET)
+        check(header, profile, budget=BUDGET)
         if conforms
-        else check(header, "lru", budget=CATCH_BUDGET, engines=DEFAULT_ENGINES)
+        else check(header, profile, budget=CATCH_BUDGET, engines=DEFAULT_ENGINES)
     )
     assert not report.errors, report.errors
     if conforms:
         assert report.verdict == "pass", shown(report)
         return
-    assert report.verdict == "fail", f"{header.path.name} is not the seed LRU:\n{shown(report)}"
-    ids = {f.requirement for f in report.failures}
-    assert ids and all(rid.startswith("LRU-") for rid in ids), (
-        f"{header.path.name} is correct under core, so only LRU-* ids may fail:\n{shown(report)}"
+    assert report.verdict == "fail", f"{header.path.name} is not {profile}:\n{shown(report)}"
+    ids = {f.requirement for f in report.failures if f.level == "MUST"}
+    assert ids and all(rid.startswith(EXACT[profile]) for rid in ids), (
+        f"{header.path.name} is correct under core, so only {EXACT[profile]}* ids may fail "
+        f"under {profile}:\n{shown(report)}"
     )
 
 

@@ -19,6 +19,7 @@ from policyspec.subject import subject_from_class
 
 CORE = get_profile("core")
 RELATION_IDS = {r.requirement for r in RELATIONS}
+PRESENCE_IDS = {r.presence for r in RELATIONS if r.presence}
 
 
 class GetPromotes(LRUCachePolicy[Any, Any]):
@@ -128,6 +129,53 @@ class SeededRandom(LRUCachePolicy[Any, Any]):
         self.rng = random.Random(0)
 
 
+class RandomSurvivesClear(SeededRandom):
+    """Correct (issue 19): the generator goes on where it stopped after a
+    reset, so the policy differs from a fresh one only by it."""
+
+    def clear(self) -> None:
+        LRUCachePolicy.clear(self)
+
+
+class ClearKeepsOrder(LRUCachePolicy[Any, Any]):
+    """clear empties the blocks but keeps the order structure: a key stored
+    again after the reset takes its old place (evict skips the leftovers)."""
+
+    def clear(self) -> None:
+        self.blocks.clear()
+
+    def insert(self, key: Any, block: Any) -> None:
+        self.blocks[key] = block
+        if block.ref_cnt == 0:
+            self.evictable_blocks[key] = None
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        if n == 0:
+            return []
+        chosen = [k for k in self.evictable_blocks
+                  if k in self.blocks and self.blocks[k].ref_cnt == 0 and k not in protected][:n]
+        if len(chosen) < n:
+            return None
+        for k in chosen:
+            del self.evictable_blocks[k]
+        return [(k, self.blocks.pop(k)) for k in chosen]
+
+    def mark_non_evictable(self, key: Any) -> None:
+        self.evictable_blocks.pop(key, None)
+
+
+class TouchLeavesOrphans(LRUCachePolicy[Any, Any]):
+    """BUGS.md V14: a touched absent key enters the order; evict then meets
+    the orphan and raises KeyError."""
+
+    def touch(self, keys: Any) -> None:
+        for key in reversed(list(keys)):
+            if key in self.evictable_blocks:
+                self.evictable_blocks.move_to_end(key)
+            elif key not in self.blocks:
+                self.evictable_blocks[key] = None
+
+
 class GlobalRandom(SeededRandom):
     """Draws from the process-wide generator: not deterministic."""
 
@@ -167,6 +215,7 @@ def test_deterministic_correct_policies_keep_every_relation(policy: type) -> Non
         (CountsProtected, "EVICT-PROTECTED-ABSENT-NEUTRAL"),
         (FailedScanReranks, "EVICT-ATOMIC"),
         (ClearKeepsCounter, "CLEAR-FRESH"),
+        (ClearKeepsOrder, "CLEAR-FORGETS-KEYS"),
     ],
 )
 def test_faulty_policy_breaks_its_relation(policy: type, requirement: str) -> None:
@@ -177,7 +226,31 @@ def test_faulty_policy_breaks_its_relation(policy: type, requirement: str) -> No
     assert finding.shrunk
     assert len(finding.trace) <= 40, finding.trace
     assert "gave" in finding.message
-    assert not set(found) - RELATION_IDS, sorted(found)
+    assert not set(found) - RELATION_IDS - PRESENCE_IDS, sorted(found)
+
+
+def test_a_generator_that_survives_clear_breaks_only_the_should_clear_fresh() -> None:
+    result = run(RandomSurvivesClear, 4)
+    assert {f.requirement for f in result.findings} == {"CLEAR-FRESH"}, result.findings
+    assert result.checked["CLEAR-FORGETS-KEYS"] == result.examples
+    assert "renamed" not in result.findings[0].message
+
+
+def test_clear_forgets_keys_compares_with_the_renamed_history() -> None:
+    result = run(ClearKeepsOrder, 6)
+    finding = next(f for f in result.findings if f.requirement == "CLEAR-FORGETS-KEYS")
+    assert "the same history with its keys renamed" in finding.message
+    assert ("clear",) in finding.trace
+
+
+def test_a_should_relation_reports_the_must_a_difference_breaks() -> None:
+    # The orphans make a later evict raise: API-NO-RAISE, not the SHOULD.
+    result = run(TouchLeavesOrphans, 6)
+    found = {f.requirement for f in result.findings}
+    assert "API-NO-RAISE" in found, (sorted(found), result.notes)
+    for finding in result.findings:
+        if "raised" in finding.message.split(";")[0]:
+            assert finding.requirement == "API-NO-RAISE", finding.message
 
 
 def test_non_deterministic_policy_gets_not_applicable_not_a_failure() -> None:

@@ -81,7 +81,7 @@ FAULTS = [
     ("ignores_protected", "core", "evict", (1, [], 1, 1, [0]), "EVICT-UNPROTECTED"),
     ("evicts_in_flight", "core", "evict", (0, [-1], 1, 1, []), "EVICT-IDLE-ONLY"),
     ("none_changes_state", "core", "evict", (1, [], 2, 2, []), "EVICT-ATOMIC"),
-    ("touch_records_absent", "core", "touch", (0, [], 1, [0]), "TOUCH-ABSENT-NEUTRAL"),
+    ("touch_records_absent", "core", "touch", (0, [], 1, [0]), "TOUCH-KEEPS-MEMBERSHIP"),
     ("remove_drops_neighbour", "core", "remove", (2, [], 2, 0), "REMOVE-DROPS"),
     ("touch_forward", "lru", "touch", (2, [], 2, [0, 1]), "LRU-TOUCH-ORDER"),
     ("mark_at_lru_end", "lru", "mark_evictable", (1, [0], 2, 1), "LRU-MARK-RECENCY"),

@@ -116,3 +116,24 @@ def test_page_links_resolve(name: str) -> None:
             assert f'<a id="{fragment}"></a>' in prose(str(page.relative_to(spec_dir()))), (
                 f"{name}: link to {target or name}#{fragment}, which has no such anchor"
             )
+
+
+CORE_MUSTS = [r for r in by_id() if r.profile == "core" and r.level == "MUST"]
+
+
+@pytest.mark.parametrize("req", CORE_MUSTS, ids=lambda r: r.id)
+def test_every_core_must_names_what_vllm_relies_on(req: Requirement) -> None:
+    """Core is what the manager relies on (DESIGN.md): the text of a core
+    MUST says which manager behaviour it protects (``*Protects:*``) or which
+    sentence of vLLM's documented contract it enforces (``*Enforces:*``).
+    A relation that only correct adaptive designs break belongs to an exact
+    profile or is a SHOULD."""
+    text = prose(req.spec_file)
+    start = text.index(f'<a id="{req.id}"></a>')
+    ends = [i for i in (text.find('<a id="', start + 1), text.find("\n## ", start)) if i > 0]
+    section = text[start : min(ends, default=len(text))]
+    assert "*Protects:*" in section or "*Enforces:*" in section, (
+        f"{req.id} ({req.spec_file}) is a core MUST whose text names neither the manager "
+        "behaviour it protects ('*Protects:* ...') nor the sentence of vLLM's documented "
+        "contract it enforces ('*Enforces:* \"...\"')"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from policyspec.changelog import Change, history
 from policyspec.registry import load_registry
 from policyspec.report import FAIL, PASS, XFAIL, Report
 
@@ -36,11 +37,31 @@ def read_known_failing(path: str) -> tuple[list[KnownFailing], list[str]]:
         requirement = raw.split("#", 1)[0].strip()
         if not requirement:
             continue
+        changes = history(requirement)
         if requirement not in registry:
-            warnings.append(f"{path}:{number}: {requirement} matches no requirement")
+            removed = [c for c in changes if c.kind == "removed"]
+            warnings.append(
+                f"{path}:{number}: {requirement} was removed in spec {removed[-1].version} "
+                f"({removed[-1].reason}); remove the line" if removed
+                else f"{path}:{number}: {requirement} matches no requirement"
+            )
             continue
+        relevelled = [c for c in changes if c.kind == "relevelled"]
+        if relevelled:
+            warnings.append(f"{path}:{number}: {_relevelled(requirement, relevelled[-1])}")
         entries.append(KnownFailing(requirement, path, number))
     return entries, warnings
+
+
+def _relevelled(requirement: str, change: Change) -> str:
+    effect = (
+        "its failure fails the run only with --strict" if change.level == "SHOULD"
+        else "its failure now fails the run"
+    )
+    return (
+        f"{requirement} is {change.level} since spec {change.version} (was {change.previous}: "
+        f"{change.reason}); {effect}"
+    )
 
 
 def apply_known_failing(report: Report, entries: list[KnownFailing], warnings: list[str]) -> None:

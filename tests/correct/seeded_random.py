@@ -5,9 +5,10 @@ Random eviction with a generator seeded per instance
 same victims: deterministic, hence open to the metamorphic relations, and
 correct under core. It samples from the eligible keys listed in the
 policy's own idle order, never in a set's hash order, so the choice does not
-depend on the process either. ``clear`` reseeds the generator: after a
-reset the policy must behave exactly like a fresh one (CLEAR-FRESH), and a
-generator that goes on where it stopped would not.
+depend on the process either. ``clear`` reseeds the generator, so after a
+reset it behaves exactly like a fresh one (the SHOULD CLEAR-FRESH holds too);
+tests/correct/random_survives_clear.py is the variant whose generator goes
+on where it stopped.
 """
 
 import random

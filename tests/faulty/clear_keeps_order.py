@@ -1,11 +1,14 @@
-"""faulty: CLEAR-FRESH engine=metamorphic
+"""faulty: CLEAR-FORGETS-KEYS engine=metamorphic
 
 Synthetic mutant "clear forgets something" (C11; BUGS.md V12 and the
 catalogue's "clear forgets to reset the target"): ``clear`` empties the
 block map but not the order structure, and ``evict`` skips entries whose
 block is gone or not idle, so nothing crashes and no stale key is ever
 returned. A key stored again after the reset keeps the place it had before
-it, so the policy chooses other victims than a fresh instance would.
+it, so the policy chooses other victims than a fresh instance would, and
+than it would after the same history with other keys: what it learnt about
+keys outlived the reset (CLEAR-FORGETS-KEYS; the SHOULD CLEAR-FRESH is
+broken too).
 """
 
 from collections.abc import Collection

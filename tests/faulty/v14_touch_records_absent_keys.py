@@ -1,13 +1,15 @@
-"""faulty: TOUCH-ABSENT-NEUTRAL engine=metamorphic also=API-NO-RAISE
+"""faulty: API-NO-RAISE engine=fast,stateful also=EVICT-IDLE-ONLY
 
 Re-creates BUGS.md V14 (vllm PR #44533, the multimodal LRUCache): ``touch``
 on a key the policy does not hold adds it to the order structure. The
-orphan entry is never cleaned up; a later ``evict`` meets it and fails, and
-a key touched before its store is already "idle" when it is inserted in
-flight. A touch that names only keys never inserted must leave no trace
-(spec/touch.md), which the metamorphic engine checks by comparing runs with
-and without such touches. An orphan also makes a later legal ``evict`` raise
-KeyError, which is API-NO-RAISE in its own right (``also=``).
+orphan entry is never cleaned up: a later legal ``evict`` meets it and
+fails (here KeyError: API-NO-RAISE; in vLLM's cache, ``popitem`` looped
+forever, API-RETURNS), and a key touched before its store is already
+"idle" when it is inserted in flight, so ``evict`` can return a block the
+worker is still writing (EVICT-IDLE-ONLY, ``also=``). Both are what the
+manager cannot survive; that the touch left a trace at all is only the
+SHOULD TOUCH-ABSENT-NEUTRAL (since spec 1.1.0: correct designs learn from
+misses), which tests/faulty/touch_absent_reorders.py shows alone.
 """
 
 from collections.abc import Iterable

@@ -10,18 +10,22 @@ built as ``Class(cache_capacity=N)``; then wrap it for the seed API.
 
 from __future__ import annotations
 
+import ast
 import inspect
+import os
+import sys
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from policyspec.adapters import standins
+from policyspec.adapters import compat, standins
 from policyspec.adapters.blocks import block_factory, block_type, req_context_class
 from policyspec.adapters.errors import TargetError
 from policyspec.adapters.revisions import FORK_HOOKS, block_kind, detect
 from policyspec.adapters.seed import HOOK_REVISIONS, adapt
-from policyspec.adapters.standins.placeholders import LoadRecord
-from policyspec.adapters.target import import_target, parse_target, resolve_class
+from policyspec.adapters.standins.placeholders import LoadRecord, PlaceholderUsedError
+from policyspec.adapters.target import import_target, parse_target, resolve_class, where_raised
 from policyspec.protocols import API_NAMES, check_signatures, own_member
 from policyspec.subject import SeedPolicy, Subject, offload_key
 
@@ -45,9 +49,15 @@ def load_subject(
     guard: AbstractContextManager[LoadRecord | None] = (
         standins.installed() if stand_in else nullcontext(None)
     )
-    with guard as record:
+    with guard as record, compat.provided() as shims:
         module = import_target(parsed)
         cls = resolve_class(module, parsed)
+        if shims.used:
+            notes.append(
+                f"Python {sys.version_info.major}.{sys.version_info.minor} has no "
+                f"{', '.join(shims.used)} (3.12+): policyspec provided it while loading; "
+                "it only marks methods for type checkers"
+            )
         if record is not None:
             record.arm()
             notes.append("vLLM is not installed: the policy ran against policyspec's stand-ins")
@@ -161,8 +171,11 @@ def _builder(cls: type, api: str, has_evict_until: bool) -> Any:
 
 
 def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
-    """TargetError when ``cls(cache_capacity=N)`` cannot even be called;
-    a note when building it raises (the check reports that as a fault)."""
+    """TargetError when ``cls(cache_capacity=N)`` cannot even be called, or
+    when building it needs a name that is not there (a vLLM name the
+    stand-ins do not model, an import or a name that fails): nothing could
+    be checked, so the check would only list NOT TESTED rows. A note when
+    building it raises otherwise (the check reports that as a fault)."""
     try:
         signature: inspect.Signature | None = inspect.signature(cls)
     except (TypeError, ValueError):
@@ -177,6 +190,14 @@ def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
             ) from None
     try:
         cls(cache_capacity=capacity)
+    except PlaceholderUsedError as exc:
+        raise TargetError(_unmodelled(cls, label, capacity, exc)) from None
+    except (ImportError, NameError) as exc:
+        where = where_raised(exc.__traceback__, _source_file(cls))
+        raise TargetError(
+            f"{where}{label}(cache_capacity={capacity}) cannot be built: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
     except TypeError as exc:
         if exc.__traceback__ is not None and exc.__traceback__.tb_next is None:
             raise TargetError(
@@ -185,4 +206,58 @@ def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
         return f"building {label}(cache_capacity={capacity}) raised TypeError: {exc}"
     except (Exception, SystemExit) as exc:
         return f"building {label}(cache_capacity={capacity}) raised {type(exc).__name__}: {exc}"
+    return None
+
+
+def _source_file(cls: type) -> str | None:
+    module = sys.modules.get(cls.__module__)
+    where = getattr(module, "__file__", None)
+    return str(Path(where).resolve()) if isinstance(where, str) else None
+
+
+def _unmodelled(cls: type, label: str, capacity: int, exc: PlaceholderUsedError) -> str:
+    """One line: which vLLM name building the policy used, where the policy
+    file imports it, and why the stand-ins cannot give it."""
+    path = _source_file(cls)
+    where = where_raised(exc.__traceback__, path)
+    imported = _import_of(path, exc.name) if path else None
+    if imported is None:
+        name, module, at = exc.name, exc.name.rpartition(".")[0], ""
+    else:
+        name, module, line = imported
+        at = f" at {os.path.relpath(path) if path else '?'}:{line}"
+    if module in standins.MODELED:
+        why = (
+            f"policyspec's stand-in for {module} does not define it (it models upstream "
+            "vLLM's names there: a fork's name?); check the policy where the vLLM that has "
+            "it is installed"
+        )
+    else:
+        why = (
+            f"policyspec's vLLM stand-ins do not model {module}; check the policy where vLLM "
+            "is installed"
+        )
+    return f"{where}building {label}(cache_capacity={capacity}) uses {name}, imported from " \
+        f"{module}{at}: {why}"
+
+
+def _import_of(path: str, used: str) -> tuple[str, str, int] | None:
+    """(the name as the file imports it, its module, the import's line) of
+    the import statement in ``path`` that brought in the placeholder
+    ``used`` (a qualified name, maybe with ``.attr`` or ``(...)`` after)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if used == full or used.startswith((full + ".", full + "(")):
+                    return alias.name, node.module, node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if used.startswith(alias.name + "."):
+                    rest = used[len(alias.name) + 1 :].split(".")[0].split("(")[0]
+                    return rest, alias.name, node.lineno
     return None

@@ -6,8 +6,10 @@ The newest feature present decides, because revisions only ever add to the
 interface: R9's ``insert(key, chunk, req_context)`` (or its upstream
 ``on_request_access``), R8 hooks, then R7b's ``deprioritized``, R6's session
 arguments, R7's ``evict_until`` or chunks, R4's ``req_context`` in ``touch``,
-R3's ``mark_*``, R2's ``clear``; without any of them the home of the base class
-(or ``block_hash`` parameter names) tells R-1, R0 and R1 apart. Methods of
+R3's ``mark_*``, R2's ``clear``; without any of them the module the
+class's ``CachePolicy`` comes from tells R-1, R0 and R1 apart, and only a
+class with no vLLM base falls back on a ``block_hash`` parameter name. Each
+reason names the evidence that decided. Methods of
 fork-only variants are listed, never required (CONTRACT.md section 1).
 """
 
@@ -144,13 +146,23 @@ def _decide(cls: type, hooks: set[str]) -> tuple[str, str]:
         return "R3", "it defines mark_evictable / mark_non_evictable"
     if own_member(cls, "clear") is not None:
         return "R2", "it defines clear()"
+    # Among the six original methods only the module CachePolicy comes from
+    # tells R-1, R0 and R1 apart; that import is evidence, a parameter name
+    # is at most a hint (forks kept block_hash names long after R0).
     home = _home(cls)
-    get = _shape(cls, "get")
-    if home.endswith("cpu_manager") or (get is not None and get.names[:1] == ("block_hash",)):
-        return "R-1", "it is keyed by block_hash (CachePolicy from cpu_manager)"
+    if home.endswith("cpu_manager"):
+        return "R-1", f"it has the six original methods and its CachePolicy comes from {home}"
     if home.endswith("policies.abstract"):
-        return "R0", "its CachePolicy comes from policies.abstract"
-    return "R1", "it has the six original methods only"
+        return "R0", f"it has the six original methods and its CachePolicy comes from {home}"
+    if home.endswith("policies.base"):
+        return "R1", f"it has the six original methods and its CachePolicy comes from {home}"
+    get = _shape(cls, "get")
+    if get is not None and get.names[:1] == ("block_hash",):
+        return "R-1", (
+            "it has the six original methods, no vLLM CachePolicy base, and get's parameter "
+            "is named block_hash (R-1's BlockHash keys)"
+        )
+    return "R1", "it has the six original methods only (no vLLM CachePolicy base to date it)"
 
 
 def _optional_none(cls: type) -> bool:

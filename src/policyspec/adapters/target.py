@@ -22,7 +22,14 @@ from types import ModuleType, TracebackType
 
 from policyspec.adapters.errors import TargetError
 
-__all__ = ["Target", "import_target", "parse_target", "resolve_class"]
+__all__ = [
+    "Target",
+    "import_target",
+    "package_root",
+    "parse_target",
+    "resolve_class",
+    "where_raised",
+]
 
 _DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _FORM = "expected 'package.module:Class' or 'path/to/file.py:Class'"
@@ -73,6 +80,21 @@ def import_target(target: Target) -> ModuleType:
     return _import_module(target)
 
 
+def package_root(path: Path) -> tuple[Path, str] | None:
+    """(the directory above the outermost package holding ``path``, the
+    module's dotted name) when ``path``'s directory is a package (has an
+    ``__init__.py``), else None. pytest's rootdir-relative ("prepend")
+    imports find a test module's package the same way."""
+    parts = [path.stem] if path.stem != "__init__" else []
+    directory = path.parent
+    while (directory / "__init__.py").is_file() and directory.name.isidentifier():
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    if directory == path.parent:
+        return None
+    return directory, ".".join(parts)
+
+
 def _import_file(target: Target) -> ModuleType:
     path = Path(target.location)
     if not path.exists():
@@ -80,6 +102,11 @@ def _import_file(target: Target) -> ModuleType:
     if not path.is_file():
         raise TargetError(f"{target.location} is not a file (target {target.text!r})")
     path = path.resolve()
+    packaged = package_root(path)
+    if packaged is not None and packaged[1].split(".", 1)[0] != "vllm":
+        # A file inside a vLLM checkout stays a lone file: its vllm imports
+        # go to the stand-ins (or the installed vLLM), not to the checkout.
+        return _import_packaged(target, path, *packaged)
     name = f"_policyspec_target_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{next(_counter)}"
     loader = importlib.machinery.SourceFileLoader(name, str(path))
     spec = importlib.util.spec_from_loader(name, loader)
@@ -94,6 +121,45 @@ def _import_file(target: Target) -> ModuleType:
         sys.modules.pop(name, None)
         raise _import_failure(exc, target, str(path)) from None
     return module
+
+
+def _import_packaged(target: Target, path: Path, root: Path, dotted: str) -> ModuleType:
+    """Import a file that lives in a package by its dotted name, with the
+    package's parent directory on sys.path, so that its absolute imports of
+    siblings (``from mypkg.common import X``) and relative ones work. A
+    package of the same name loaded from elsewhere is dropped first."""
+    top = dotted.split(".", 1)[0]
+    loaded = sys.modules.get(top)
+    if loaded is not None and top not in _PACKAGES and not _within(loaded, root):
+        raise TargetError(
+            f"{target.location} is module {dotted}, but a package {top} is already imported "
+            f"from {getattr(loaded, '__file__', None) or 'elsewhere'}; give the target as "
+            f"{dotted}:{target.attr} with {root} as the working directory"
+        )
+    for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+        if not _within(sys.modules[name], root):  # our own earlier load of another tree
+            del sys.modules[name]
+    _PACKAGES.add(top)
+    try:
+        with _on_path(str(root)):
+            module = importlib.import_module(dotted)
+    except BaseException as exc:
+        raise _import_failure(exc, target, str(path)) from None
+    if Path(getattr(module, "__file__", "") or "").resolve() != path:
+        raise TargetError(
+            f"{target.location} is module {dotted} of the package in {root}, but importing "
+            f"{dotted} gives {getattr(module, '__file__', None)}"
+        )
+    return module
+
+
+_PACKAGES: set[str] = set()
+"""Top-level packages this process imported for file targets."""
+
+
+def _within(module: ModuleType, root: Path) -> bool:
+    where = getattr(module, "__file__", None)
+    return isinstance(where, str) and Path(where).resolve().is_relative_to(root)
 
 
 def _import_module(target: Target) -> ModuleType:
@@ -112,7 +178,7 @@ def _import_module(target: Target) -> ModuleType:
         raise _import_failure(exc, target, None) from None
 
 
-def _where(tb: TracebackType | None, path: str | None) -> str:
+def where_raised(tb: TracebackType | None, path: str | None) -> str:
     """``file:line`` of the policy's frame nearest the error."""
     frames = [
         f for f in traceback.extract_tb(tb)
@@ -145,7 +211,7 @@ def _import_failure(exc: BaseException, target: Target, path: str | None) -> Bas
     if isinstance(exc, SyntaxError):
         where = f"{_short(exc.filename)}:{exc.lineno}: " if exc.filename else ""
         return TargetError(f"{where}syntax error in the policy file: {exc.msg}")
-    where = _where(exc.__traceback__, path)
+    where = where_raised(exc.__traceback__, path)
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         if exc.name == "vllm" or exc.name.startswith("vllm."):
             if exc.name == "vllm":

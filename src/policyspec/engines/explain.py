@@ -14,7 +14,9 @@ is not evictable at all). A refinement that is
 with a ``diagnosis()`` chooses its probes and reads their answers itself
 (``blame``), and may decline to blame an operation, so that the search
 goes on. A failure that disappears when the harness stops observing through
-``get`` is a side effect of get (GET-PURE).
+``get`` is a side effect of get on the order, which the refinement names
+(``culprit("get")``: LRU-ORDER-KEPT, ARC-GET-NO-EFFECT); core asks only the
+SHOULD GET-PURE, an exact profile fails it.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def culprit(
     ):
         return requirement
     if failure_of(subject, profile, capacity, trace, observe=False) is None:
-        return "GET-PURE"
+        return refinement.culprit("get")
     diagnosis = refinement.diagnosis() or _WholeOrder(refinement)
     before = Lockstep(subject, profile, capacity, observe=False)
     ext, state = before.ext, before.state.copy()
@@ -170,11 +172,10 @@ _LAST_CALL: dict[str, str] = {
     "touch": "touch",
     "evict": "evict",
     "clear": "clear",
+    "get": "get",
 }
 
 
 def _culprit_of(action: Action, name_for: Callable[[str], str]) -> str:
-    if action[0] == "get":
-        return "GET-PURE"
     op: str = action[0]
     return name_for(_LAST_CALL.get(op, op))  # a request call is its own call

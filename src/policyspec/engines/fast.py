@@ -189,7 +189,7 @@ _BY_KIND = {
     "remove": ("API-NO-RAISE", "REMOVE-DROPS", "GET-ABSENT"),
     "touch": ("API-NO-RAISE", "TOUCH-TOTAL", "TOUCH-KEEPS-MEMBERSHIP"),
     "evict": ("API-NO-RAISE", "EVICT-SHAPE"),
-    "get": ("API-NO-RAISE", "GET-IDENTITY", "GET-ABSENT"),
+    "get": ("API-NO-RAISE", "GET-IDENTITY", "GET-ABSENT", "GET-KEEPS-MEMBERSHIP"),
     "clear": ("API-NO-RAISE", "CLEAR-EMPTIES"),
 }
 """What each kind's handler observes for every action (the calls return,

@@ -133,7 +133,7 @@ class Driver:
         lose keys together, so their values line up and compare as lists;
         only a difference pays for the per-key check that names it."""
         blocks = self.blocks
-        self._observe(list(blocks), "GET-PURE")
+        self._observe(list(blocks), "GET-KEEPS-MEMBERSHIP")
         held = blocks.values()
         if (list(map(_REF_CNT, held)) != list(self.oracle.refs.values())
                 or list(map(_BLOCK_ID, held)) != list(self.ids.values())):

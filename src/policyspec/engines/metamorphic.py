@@ -2,14 +2,19 @@
 order (issue 3, item 3).
 
 For a deterministic policy, some changes to a call sequence must not change
-any result: a ``get`` anywhere (GET-PURE), touching nothing or only keys
-never inserted (TOUCH-ABSENT-NEUTRAL), ``evict(0, ...)`` (EVICT-ZERO),
-absent keys in ``protected`` (EVICT-PROTECTED-ABSENT-NEUTRAL), an ``evict``
-that must fail (EVICT-ATOMIC), and running after ``clear()`` instead of on a
-fresh instance (CLEAR-FRESH). The engine draws a legal sequence S for this
-very policy, probes determinism (S twice), then replays each transformed
-sequence and compares the results of S's steps; a difference is shrunk and
-reported under the relation's requirement id. Replays use a lean runner:
+any result: ``evict(0, ...)`` (EVICT-ZERO), an ``evict`` that must fail
+(EVICT-ATOMIC), a history before ``clear()`` whose keys are renamed
+(CLEAR-FORGETS-KEYS); and some should not (SHOULD, issue 19: correct adaptive
+designs break them on purpose): a ``get`` anywhere (GET-PURE), touching
+nothing or only keys never inserted (TOUCH-ABSENT-NEUTRAL), absent keys in
+``protected`` (EVICT-PROTECTED-ABSENT-NEUTRAL), running after ``clear()``
+instead of on a fresh instance (CLEAR-FRESH). The engine draws a legal
+sequence S for this very policy, probes determinism (S twice), then replays
+each transformed sequence and compares the results of S's steps with S's
+own (or a relation's reference run); a difference is shrunk and reported
+under the relation's id, unless what differs is a safety fault of its own: a
+changed ``get`` answer (the relation's ``presence`` id), a call that raised
+or hung, an unsafe eviction (the MUST it breaks). Replays use a lean runner:
 the manager's calls and ref_cnt writes, the core model stepped on the
 policy's answers, and no checks (the outputs are what is compared).
 """
@@ -248,6 +253,14 @@ class Relation:
     """The transformation, for messages ("a get of every present key after each action")."""
     transform: Transform
     needs: str | None = None
+    presence: str | None = None
+    """The MUST a changed ``get`` answer of S breaks (a key made present or
+    absent by the added calls), when ``requirement`` is only a SHOULD."""
+    reference: Transform | None = None
+    """The run whose results of S's steps the transformed run must give
+    (default: S alone on a fresh policy)."""
+    compared: str = "the same sequence without that change"
+    """The reference run, for messages."""
 
 
 def _after_each(
@@ -269,8 +282,26 @@ def _gets(index: int, refs: Mapping[int, int], ctx: _Context) -> list[Step]:
     return [Step(("get", k), None) for k in (*sorted(refs), ABSENT[0])]
 
 
-def _absent_touches(index: int, refs: Mapping[int, int], ctx: _Context) -> list[Step]:
-    return [Step(("touch", ()), None), Step(("touch", ABSENT), None)]
+def _absent_touches(
+    sequence: Sequence[Action], snaps: Sequence[Mapping[int, int]], ctx: _Context
+) -> list[Step]:
+    """After each action: ``touch([])``, and a touch of the keys never
+    inserted so far (since the last clear): ABSENT, and the keys S inserts
+    only later (a policy that keeps an entry for them shows once they
+    arrive)."""
+    later = [a[1] for a in sequence if a[0] == "insert"]
+    seen: set[int] = set()
+    steps: list[Step] = []
+    for index, action in enumerate(sequence):
+        steps.append(Step(action, index))
+        if action[0] == "clear":
+            seen.clear()
+        elif action[0] == "insert":
+            seen.add(action[1])
+        fresh = tuple(dict.fromkeys(k for k in later[:64] if k not in seen))
+        steps.append(Step(("touch", ()), None))
+        steps.append(Step(("touch", (*fresh[:8], *ABSENT)), None))
+    return steps
 
 
 def _zero_evicts(index: int, refs: Mapping[int, int], ctx: _Context) -> list[Step]:
@@ -316,12 +347,42 @@ def _after_clear(
     return head + _plain(sequence)
 
 
+RENAMED = 1000
+"""CLEAR-FORGETS-KEYS's renamed history uses keys from here on (S and ABSENT
+stay below POOL + 60)."""
+
+
+def _rename(action: Action) -> Action:
+    op = action[0]
+    if op == "touch":
+        return ("touch", tuple(k + RENAMED for k in action[1]))
+    if op == "evict":
+        return ("evict", action[1], frozenset(k + RENAMED for k in action[2]))
+    if op == "clear":
+        return action
+    return (op, action[1] + RENAMED, *action[2:])
+
+
+def _after_renamed_clear(
+    sequence: Sequence[Action], snaps: Sequence[Mapping[int, int]], ctx: _Context
+) -> list[Step]:
+    """The same history as ``_after_clear`` with every key renamed to one S
+    never names: whatever no key shaped (a generator, a clock) is the same."""
+    head = [Step(_rename(action), None) for action in (*ctx.prefix, ("clear",))]
+    return head + _plain(sequence)
+
+
 RELATIONS = (
-    Relation("GET-PURE", "a get of every present key after each action", _after_each(_gets)),
+    Relation(
+        "GET-PURE", "a get of every present key after each action", _after_each(_gets),
+        presence="GET-KEEPS-MEMBERSHIP",
+    ),
     Relation(
         "TOUCH-ABSENT-NEUTRAL",
-        f"touch([]) and touch({list(ABSENT)}) (keys never inserted) after each action",
-        _after_each(_absent_touches),
+        f"touch([]) and a touch of keys never inserted so far ({list(ABSENT)} and up to 8 "
+        "keys the sequence inserts later) after each action",
+        _absent_touches,
+        presence="TOUCH-KEEPS-MEMBERSHIP",
     ),
     Relation("EVICT-ZERO", "evict(0, ...) after each action", _after_each(_zero_evicts)),
     Relation(
@@ -329,12 +390,19 @@ RELATIONS = (
         f"every absent key (those of S absent at the time, and {list(ABSENT)}) added to "
         "every protected set",
         _protect_absent,
+        presence="EVICT-REMOVES",
     ),
     Relation(
         "EVICT-ATOMIC", "an evict that must fail after each action", _after_each(_failing_evict)
     ),
     Relation(
-        "CLEAR-FRESH", "another history and clear() before it", _after_clear, needs="clear"
+        "CLEAR-FRESH", "another history and clear() before it", _after_clear, needs="clear",
+        presence="CLEAR-EMPTIES",
+    ),
+    Relation(
+        "CLEAR-FORGETS-KEYS", "another history and clear() before it", _after_clear,
+        needs="clear", presence="CLEAR-EMPTIES", reference=_after_renamed_clear,
+        compared=f"the same history with its keys renamed (k -> k + {RENAMED}) before clear()",
     ),
 )
 
@@ -379,22 +447,31 @@ class _Judge:
             base = self.baseline(sequence)
         if not base.legal:
             return None
+        wanted = base.outputs
+        if relation.reference is not None:
+            reference = relation.reference(sequence, base.snapshots, ctx)
+            ref = self._replay(reference)
+            if not ref.legal:
+                return None
+            outputs = zip(reference, ref.outputs, strict=True)
+            wanted = [o for s, o in outputs if s.origin is not None]
         steps = relation.transform(sequence, base.snapshots, ctx)
-        run = self._replay(steps, baseline=base.outputs)
+        run = self._replay(steps, baseline=wanted)
         if not run.legal or not run.outputs:
             return None
         last = len(run.outputs) - 1
         step, out = steps[last], run.outputs[last]
-        if not _differs(step, out, base.outputs):
+        if not _differs(step, out, wanted):
             return None
         trace = tuple(s.action for s in steps[: last + 1])
         head = f"with {relation.change}"
         if step.origin is not None:
-            expected = base.outputs[step.origin]
+            expected = wanted[step.origin]
+            refs = base.snapshots[step.origin - 1] if step.origin else {}
             return _Difference(
-                relation.requirement,
+                _origin_requirement(relation, step, out, refs),
                 f"{head}, step {step.origin + 1} of the sequence ({describe(step.action)}) "
-                f"gave {_show(step.action, out)}; the same sequence without that change gave "
+                f"gave {_show(step.action, out)}; {relation.compared} gave "
                 f"{_show(step.action, expected)}",
                 trace,
                 step.origin + 1,
@@ -408,6 +485,31 @@ class _Judge:
             trace,
             after + 1,
         )
+
+
+def _origin_requirement(
+    relation: Relation, step: Step, out: Output, refs: Mapping[int, int]
+) -> str:
+    """A step of S gave another result than in the reference run: the
+    relation's id, unless the result is a fault of its own. ``refs``: the
+    state before the step, the same in both runs since every earlier
+    result agreed. A SHOULD relation never hides a MUST."""
+    if isinstance(out, str):  # raised, hung, or a malformed evict result
+        if out.startswith("raised") and step.action[0] == "touch":
+            return "TOUCH-TOTAL"
+        return _added_requirement(relation, step, out)
+    action = step.action
+    if action[0] == "get":
+        return relation.presence or relation.requirement
+    if action[0] == "evict" and (out is None or isinstance(out, tuple)):
+        victims = None if out is None else [k for k in out if isinstance(k, int)]
+        if isinstance(out, tuple) and victims is not None and len(victims) != len(out):
+            return "EVICT-IDLE-ONLY"  # a key never handed out
+        state = State(dict(refs), [k for k, r in refs.items() if r == IDLE])
+        violation = evict_violation(state, action[1], action[2], victims)
+        if violation is not None and violation != "EVICT-LIVENESS":
+            return violation
+    return relation.requirement
 
 
 def _added_requirement(relation: Relation, step: Step, out: Output) -> str:

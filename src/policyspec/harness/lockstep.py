@@ -257,7 +257,7 @@ class Lockstep:
         self._check_blocks(op)
         self._check_arguments()
         if self.observe:
-            requirement = PRESENCE_REQUIREMENT.get(op, "GET-PURE")
+            requirement = PRESENCE_REQUIREMENT.get(op, "GET-KEEPS-MEMBERSHIP")
             if op == "evict" and result is None:
                 requirement = "EVICT-ATOMIC"
             self._check_presence(op, requirement)
@@ -358,6 +358,7 @@ class Lockstep:
         self.known.add(k)
         got = self._call("get", self.policy.get, self.key(k))
         self._check_get(k, got, "get")
+        self._step(("get", k))  # an exact profile judges what a get leaves
         return got
 
     def _clear(self) -> None:

@@ -46,7 +46,7 @@ _OP_REQUIREMENT = {
     "end_read": "ARC-MARK-NO-EFFECT",
     "evict": "ARC-EVICT-ORDER",
     "clear": "ARC-CLEAR-RESET",
-    "get": "GET-PURE",
+    "get": "ARC-GET-NO-EFFECT",
 }
 
 
@@ -143,7 +143,7 @@ def blame(
         # membership, so a refusal with enough idle keys is evict's own.
         return "ARC-LIVENESS"
     if op == "get":
-        return "GET-PURE"
+        return "ARC-GET-NO-EFFECT"
     if any(r.probe.name in ("t1", "t2") for r in new):
         if op != "touch":
             return _OP_REQUIREMENT[op]

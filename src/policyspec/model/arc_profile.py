@@ -44,6 +44,7 @@ class ARCRefinement:
         "on_store_miss": "ARC-STORE-MISS-ADAPT",
         "on_request_access": "ARC-ACCESS-NO-EFFECT",
         "on_request_finished": "ARC-FINISH-REUSE",
+        "get": "ARC-GET-NO-EFFECT",
     }
 
     def __init__(self, bound: int | None = None) -> None:
@@ -77,6 +78,8 @@ class ARCRefinement:
             moves = any(k in ext.t1 or k in ext.t2 for k in keys)
             after = arc.finish(ext, keys, call[3], call[4])
             return after, ("ARC-FINISH-REUSE",) if moves else ()
+        if op == "get":
+            return ext, ("ARC-GET-NO-EFFECT",)
         return ext, ()  # a caller's write: ARC reads readiness from the core state
 
     def evict(

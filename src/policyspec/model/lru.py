@@ -49,7 +49,7 @@ class LRURefinement:
         if op == "touch":
             moves = any(k in state.idle for k in call[1])
             return None, ("LRU-TOUCH-ORDER",) if moves else ()
-        if op in ("mark_non_evictable", "remove") and len(state.idle) > 1:
+        if op in ("get", "mark_non_evictable", "remove") and len(state.idle) > 1:
             return None, ("LRU-ORDER-KEPT",)
         return None, ()
 

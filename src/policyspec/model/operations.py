@@ -70,7 +70,8 @@ def first_idle_is_most_recent(before: State, keys: Sequence[int], after: State) 
 
 def get(state: State, key: int) -> bool:
     """GET-ABSENT: whether get(key) returns a block (True) or None (False).
-    GET-PURE: the state is not an output, get changes nothing.
+    GET-KEEPS-MEMBERSHIP, GET-PURE: the state is not an output, get changes
+    nothing.
 
     pre: can_get(state, key)
     post: __return__ == (key in state.refs)

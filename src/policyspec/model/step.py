@@ -41,7 +41,7 @@ __all__ = [
 
 
 PRESENCE_REQUIREMENT: Final = {
-    "get": "GET-PURE",
+    "get": "GET-KEEPS-MEMBERSHIP",
     "insert": "INSERT-ADDS",
     "remove": "REMOVE-DROPS",
     "touch": "TOUCH-KEEPS-MEMBERSHIP",
@@ -90,10 +90,11 @@ class Refinement(Protocol):
     def apply(
         self, ext: Any, state: State, call: Primitive, requests: Requests
     ) -> tuple[Any, tuple[str, ...]]:
-        """The state after ``call`` (any call but ``evict`` and ``get``: the
-        seed calls, the request hooks, and the caller's writes ``set_ref``
-        and ``set_positions``), and the requirement ids of this profile the
-        call exercised: they are counted once an eviction shows them.
+        """The state after ``call`` (any call but ``evict``: the seed calls,
+        the request hooks, the caller's writes ``set_ref`` and
+        ``set_positions``, and ``get``, which must leave it as it is), and
+        the requirement ids of this profile the call exercised: they are
+        counted once an eviction shows them.
         ``state`` and ``requests`` (the requests' positions and records,
         model/request.py) are as they were before the call."""
         ...
@@ -251,7 +252,12 @@ class ProfileModel:
         if op == "evict":
             return self._evict(call[1], call[2], observed)
         if op == "get":
-            return Step(self, call[1] in self.state.refs, True, None, ())
+            model = self
+            if self.refinement is not None:  # a get changes no state, but an exact
+                _, shown = self.refinement.apply(self.ext, self.state, call, self.requests)
+                if shown and not self.pending.issuperset(shown):  # the profile judges it
+                    model = replace(self, pending=self.pending | frozenset(shown))
+            return Step(model, call[1] in self.state.refs, True, None, ())
         state = _CORE[op](self.state, *call[1:])
         ext: Any = self.ext
         ids: tuple[str, ...] = ()

@@ -130,8 +130,6 @@ def check_step(
         rid = (_PRESENCE if after.refs != expected.refs else _ELIGIBILITY)[op]
         if op == "evict" and got_result is None:
             rid = "EVICT-ATOMIC"
-        elif op == "touch" and _only_absent_keys_changed(state, expected, after):
-            rid = "TOUCH-ABSENT-NEUTRAL"
         return diverge(rid, expected=expected, got=after, expected_result=expected_result,
                        got_result=got_result)
     refinement = target.profile.refinement
@@ -141,13 +139,6 @@ def check_step(
             expected_result=expected_result, got_result=got_result,
         )
     return None
-
-
-def _only_absent_keys_changed(before: State, expected: State, after: State) -> bool:
-    """The keys whose presence or eligibility came out wrong were all absent
-    before the call (a touch that records keys it does not hold)."""
-    changed = (set(after.refs) ^ set(expected.refs)) | (set(after.idle) ^ set(expected.idle))
-    return bool(changed) and not changed & set(before.refs)
 
 
 def _expected(

@@ -205,7 +205,7 @@ def v13() -> Script:
 def v14() -> Script:
     s = _script("V14-touch-absent-creates-nothing", "core", 4, f"{_BUGS} V14 (vllm PR #44533)",
                 "touching keys never inserted adds nothing and keeps evictions exact",
-                "TOUCH-ABSENT-NEUTRAL")
+                "TOUCH-KEEPS-MEMBERSHIP")
     _ready(s, 0)
     s.act(("touch", (7, 8)), ("get", 7), ("evict", 2, frozenset()))
     return s.act(("evict", 1, frozenset()), ("get", 0), ("get", 7))
