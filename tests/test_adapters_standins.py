@@ -16,6 +16,7 @@ import pytest
 from policyspec.adapters import PlaceholderUsedError, installed, load_subject
 from policyspec.adapters.standins import keys as standin_keys
 from policyspec.adapters.standins import policies as standin_policies
+from policyspec.model.request import GROUP_STRIDE
 from policyspec.subject import offload_key
 
 
@@ -46,7 +47,8 @@ def test_offload_key_helpers_pack_hash_and_big_endian_group() -> None:
     assert standin_keys.get_offload_block_hash(key) == b"\xab" * 16
     assert standin_keys.get_offload_group_idx(key) == 258
     # policyspec's own keys use the same format
-    assert standin_keys.get_offload_group_idx(standin_keys.OffloadKey(offload_key(3, 7))) == 7
+    model_key = 7 * GROUP_STRIDE + 3  # key 3 of KV group 7
+    assert standin_keys.get_offload_group_idx(standin_keys.OffloadKey(offload_key(model_key))) == 7
 
 
 def test_req_context_carries_request_id_and_key_positions() -> None:

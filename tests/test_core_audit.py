@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from policyspec.adapters import subject_for_class
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.registry import load_registry
@@ -96,12 +97,12 @@ class ArcTouchOfStrangersAdapts(ARCCachePolicy[Any, Any]):
     """A touch naming a key ARC has never seen raises the target, as a B1
     ghost hit would (a miss counted as evidence for recency)."""
 
-    def touch(self, keys: Iterable[Any]) -> None:
+    def touch(self, keys: Iterable[Any], req_context: Any = None) -> None:
         keys = list(keys)
         if any(k not in self.t1 and k not in self.t2 and k not in self.b1 and k not in self.b2
                for k in keys):
             self.target_t1_size = min(self.target_t1_size + 1, self.cache_capacity)
-        super().touch(keys)
+        super().touch(keys, req_context)
 
 
 class ArcClearKeepsTarget(ARCCachePolicy[Any, Any]):
@@ -127,11 +128,11 @@ class ArcClearKeepsTarget(ARCCachePolicy[Any, Any]):
 def test_the_arc_profile_fails_an_order_effect_core_only_discourages(
     policy: type, expected: set[str]
 ) -> None:
-    report = run_check(subject_from_class(policy), get_profile("arc"), budget=10.0, seed=SEED,
+    report = run_check(subject_for_class(policy), get_profile("arc"), budget=10.0, seed=SEED,
                        engines=["fast"], capacity=8)
     assert report.verdict == "fail"
     assert musts(report) & expected, report.failures
-    core = run_check(subject_from_class(policy), get_profile("core"), budget=3.0, seed=SEED,
+    core = run_check(subject_for_class(policy), get_profile("core"), budget=3.0, seed=SEED,
                      engines=["fast"], capacity=8)
     assert core.verdict == "pass", core.failures
 
