@@ -117,7 +117,7 @@ class _Runner:
 
     def _call(self, op: str, method: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
         self.calls += 1
-        watch.op, watch.since = op, time.monotonic()
+        watch.begin(op)
         try:
             return True, method(*args)
         except CallTimeout:

@@ -52,8 +52,9 @@ class EngineRun:
         if finding.found_after_s is None:
             sightings = current()
             sightings.saw(finding.requirement)  # a no-op when seen before
-            finding.found_after_s, finding.found_after_calls = sightings.first[
-                finding.requirement]
+            seen = sightings.first.get(finding.requirement)  # None outside a run
+            if seen is not None:
+                finding.found_after_s, finding.found_after_calls = seen
         for index, old in enumerate(self.findings):
             if old.requirement == finding.requirement:
                 if len(finding.trace) < len(old.trace):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable
-from time import monotonic
 from typing import Any
 
 from policyspec.harness.failures import (
@@ -206,7 +205,7 @@ class Lockstep:
         if self.isolated:
             self.checked["API-PROCESS-ALIVE"] += 1
         watch = _watch
-        watch.op, watch.since = op, monotonic()
+        watch.begin(op)
         try:
             return method(*args)
         except CallTimeout:

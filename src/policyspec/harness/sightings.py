@@ -48,13 +48,31 @@ class Sightings:
                                        self.calls + calls_in_example)
 
 
+class _Unrecorded(Sightings):
+    """Outside a run nobody reads the sightings: nothing is recorded and no
+    clock is read (under CrossHair, ``prove``'s call sequences, every
+    ``monotonic()`` is a symbolic value whose paths cost the search)."""
+
+    def saw(self, requirement: str, calls_in_example: int = 0) -> None:
+        return None
+
+    @property
+    def calls(self) -> int:
+        return 0
+
+    @calls.setter
+    def calls(self, value: int) -> None:
+        return None
+
+
+_UNRECORDED = _Unrecorded(0.0)
 _CURRENT: ContextVar[Sightings | None] = ContextVar("policyspec_sightings", default=None)
 
 
 def current() -> Sightings:
-    """The run's recorder, or a throw-away one outside a run."""
+    """The run's recorder, or one that records nothing outside a run."""
     found = _CURRENT.get()
-    return found if found is not None else Sightings(monotonic())
+    return found if found is not None else _UNRECORDED
 
 
 @contextmanager

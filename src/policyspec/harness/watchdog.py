@@ -37,7 +37,16 @@ class _Current:
         self.since = 0.0
         self.limit = 0.0
         """Seconds a call may take; the watchdog reads it on every tick, so
-        it can be lowered while a hang is being shrunk."""
+        it can be lowered while a hang is being shrunk. 0 while no watchdog
+        runs."""
+
+    def begin(self, op: str) -> None:
+        """A policy call of ``op`` starts now. The clock is read only while
+        a watchdog runs: under CrossHair (``prove``) every read is a
+        symbolic value whose paths the search pays for."""
+        self.op = op
+        if self.limit:
+            self.since = time.monotonic()
 
 
 current = _Current()
@@ -79,6 +88,7 @@ class Watchdog:
         if self._thread is not None:
             self._thread.join()
             signal.signal(signal.SIGALRM, self._previous)  # type: ignore[arg-type]
+            current.limit = 0.0
         current.op = None
 
     @contextmanager

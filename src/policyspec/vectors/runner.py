@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from time import monotonic
 from typing import Any
 
 from policyspec.harness.watchdog import CallTimeout
@@ -75,7 +74,7 @@ class _Run:
             self.blocks[call["id"]].ref_cnt = call["ref_cnt"]
             self.written[call["id"]] = call["ref_cnt"]
             return
-        watch.op, watch.since = op, monotonic()
+        watch.begin(op)
         try:
             result = self._invoke(op, call)
         except CallTimeout:
