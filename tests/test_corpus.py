@@ -5,7 +5,8 @@ correct-but-different policy in tests/correct/ is flagged.
 Headers (first docstring line), read without importing the file:
 
 * ``faulty: <ID> [profile=<name>] [engine=<name>[,<name>]] [also=<ID>[,<ID>]]``
-  (profile core by default; ``also`` lists other ids the same fault
+  [budget=<seconds>] (profile core by default; ``budget`` raises the
+  catch budget for a fault the engines need long histories for; ``also`` lists other ids the same fault
   legitimately breaks, which the suite may report too; an ``engine: <name>``
   line further down counts as ``engine=``). A file is skipped here when it
   needs what other tests run: an unregistered profile or engine, a
@@ -60,6 +61,9 @@ from policyspec.subject import Subject
 
 HERE = Path(__file__).parent
 FAULTY = HERE / "faulty"
+HOOKS = FAULTY / "hooks"
+"""The request-level faults (vLLM 0.33's hooks), headed like the rest;
+tests/test_faulty_hooks.py also drives each by hand through the manager."""
 CORRECT = HERE / "correct"
 
 BUDGET = 3.0
@@ -73,6 +77,11 @@ SEED = 20240611
 DEFAULT_ENGINES = ("fast",)
 
 SUITE_GAPS: dict[str, tuple[str | None, str]] = {
+    "hook_store_miss_makes_room": (
+        None, "the stateful engine's 48 keys never fill the default capacity of 64, so "
+        "no store miss sees a full cache (caught at --capacity 16; issue 20: sizes)"),
+    "hook_store_miss_needs_a_list": (
+        None, "the engines pass hooks lists only (issue 20: input shapes)"),
 }
 """file stem -> (id the suite reports instead, or None when not caught; why)."""
 
@@ -120,8 +129,11 @@ def read_header(path: Path) -> Header:
     return Header(path, kind.strip(), requirement, fields)
 
 
-def corpus(directory: Path) -> list[Header]:
-    return [read_header(p) for p in sorted(directory.glob("*.py")) if not p.name.startswith("_")]
+def corpus(*directories: Path) -> list[Header]:
+    return [
+        read_header(p) for directory in directories for p in sorted(directory.glob("*.py"))
+        if not p.name.startswith("_")
+    ]
 
 
 def load_policy(path: Path) -> type:
@@ -202,7 +214,7 @@ def shown(report: Report) -> str:
 
 def test_corpus_headers_name_registered_requirements() -> None:
     registry = load_registry()
-    faulty = corpus(FAULTY)
+    faulty = corpus(FAULTY, HOOKS)
     assert len([h for h in faulty if skip_reason(h) is None]) >= 30, "the corpus went missing"
     for header in faulty:
         assert header.kind == "faulty", f"{header.path.name}: header must start 'faulty:'"
@@ -217,13 +229,14 @@ def test_corpus_headers_name_registered_requirements() -> None:
         for rid in filter(None, header.fields.get("should", "").split(",")):
             assert registry[rid].level == "SHOULD", f"{header.path.name}: {rid} is no SHOULD"
     for stem in SUITE_GAPS:
-        assert (FAULTY / f"{stem}.py").exists(), f"SUITE_GAPS names a missing file {stem}"
+        assert any((d / f"{stem}.py").exists() for d in (FAULTY, HOOKS)), (
+            f"SUITE_GAPS names a missing file {stem}")
 
 
-@pytest.mark.parametrize("header", list(params(corpus(FAULTY))))
+@pytest.mark.parametrize("header", list(params(corpus(FAULTY, HOOKS))))
 def test_faulty_policy_is_caught_under_its_requirement(header: Header) -> None:
     level = load_registry()[header.requirement].level
-    budget = CATCH_BUDGET if level == "MUST" else BUDGET
+    budget = float(header.fields.get("budget", CATCH_BUDGET if level == "MUST" else BUDGET))
     report = check(header, header.profile, budget=budget, engines=header.engines)
     assert not report.errors, report.errors
     found = {f.requirement: f for f in report.failures}

@@ -6,7 +6,7 @@ it into a test: ``describe`` gives the story line, ``repro`` the program.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from policyspec.model.actions import Action, expand
 from policyspec.model.state import State
@@ -98,8 +98,7 @@ def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = ""
                 keys = ", ".join(f"key({k})" for k in call[1])
                 lines.append(f"policy.touch([{keys}])")
             elif op == "evict":
-                prot = ", ".join(f"key({k})" for k in sorted(call[2]))
-                prot_text = "{" + prot + "}" if prot else "set()"
+                prot_text = _set(f"key({k})" for k in sorted(call[2]))
                 prefix = "result = " if index == last else ""
                 lines.append(f"{prefix}policy.evict({call[1]}, {prot_text})")
             elif op == "clear":
@@ -113,12 +112,11 @@ def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = ""
                 keys = ", ".join(f"key({k})" for k in call[2])
                 lines.append(f"policy.{op}([{keys}], request({call[1]}))")
             elif op == "on_request_finished":
-                groups = ", ".join(
-                    "(" + "".join(f"key({k}), " for k in g) + ")" for g in call[2])
-                only = ", ".join(f"key({k})" for k in sorted(call[3]))
-                reused = ", ".join(f"key({k})" for k in sorted(call[4]))
-                lines.append(f"policy.on_request_finished(({groups}), {{{only}}} or set(), "
-                             f"{{{reused}}} or set(), request({call[1]}))")
+                groups = _tuple(_tuple(f"key({k})" for k in g) for g in call[2])
+                only, reused = (_set(f"key({k})" for k in sorted(keys))
+                                for keys in (call[3], call[4]))
+                lines.append(f"policy.on_request_finished({groups}, {only}, {reused}, "
+                             f"request({call[1]}))")
             else:
                 lines.append(f"policy.{op}(key({call[1]}))")
                 if op == "remove":
@@ -126,3 +124,15 @@ def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = ""
     if comment:
         lines.append(f"# {comment}")
     return "\n".join(lines) + "\n"
+
+
+def _tuple(items: Iterable[str]) -> str:
+    """A tuple display of ``items``: ``()``, ``(a,)``, ``(a, b)``."""
+    shown = list(items)
+    return f"({shown[0]},)" if len(shown) == 1 else "(" + ", ".join(shown) + ")"
+
+
+def _set(items: Iterable[str]) -> str:
+    """A set display of ``items``; ``set()`` when there are none."""
+    shown = list(items)
+    return "{" + ", ".join(shown) + "}" if shown else "set()"

@@ -224,8 +224,11 @@ class PolicyMachine(CheckedMachine):
     @precondition(lambda self: self.subject.has("clear") and len(self.h.state.refs) > 0)
     @rule(data=st.data())
     def clear(self, data: st.DataObject) -> None:
-        """Rare on purpose (1 in 8 when chosen): clears keep states small."""
-        if data.draw(st.integers(0, 7), label="clear?") == 0:
+        """Rare on purpose (1 in 8 when chosen): clears keep states small.
+        With request hooks 1 in 4: what a reset does to requests still
+        running (LRU033-CLEAR-RESET) shows only in the requests after it."""
+        odds = 3 if self.subject.has("hooks") else 7
+        if data.draw(st.integers(0, odds), label="clear?") == 0:
             self._do(("clear",))
             self.visits.clear()
 
@@ -235,19 +238,22 @@ class PolicyMachine(CheckedMachine):
         """What this caller remembers of request ``r`` in this generation."""
         return self.visits.setdefault(r, _Visit())
 
-    @precondition(lambda self: self.subject.has("hooks") and self._room())
+    @precondition(lambda self: self.subject.has("hooks") and bool(self._absent()))
     @rule(data=st.data())
     def request_stores(self, data: st.DataObject) -> None:
         """A request stores a run of blocks as 0.33's prepare_store does:
         its positions are placed (some keys get none), the new misses are
-        reported, the first-seen keys accessed, then the inserts carry the
-        request's context."""
+        reported, the first-seen keys accessed; when the cache lacks room,
+        evict makes it with the request's keys protected (the store is
+        refused without inserts when there are too few idle blocks or evict
+        refuses); then the inserts carry the request's context. The misses
+        come before the eviction, so a hook sees a full cache."""
         r = data.draw(st.integers(0, REQUESTS - 1), label="request")
         visit = self._visit(r)
         if visit.finished:
             return
-        room = min(self.pool, self.capacity) - len(self.h.state.refs)
-        keys = self._absent()[: data.draw(st.integers(1, min(room, 12)), label="count")]
+        absent = self._absent()
+        keys = absent[: data.draw(st.integers(1, min(len(absent), 12)), label="count")]
         placed = tuple((k, 16 * (k + 1)) for k in keys if k % 5)
         if placed:
             self._do(("set_positions", r, placed))
@@ -256,6 +262,13 @@ class PolicyMachine(CheckedMachine):
             self._do(("on_store_miss", r, misses))
             visit.missed.update(misses)
         self._see(r, keys)
+        need = len(self.h.state.refs) + len(keys) - self.capacity
+        if need > 0:
+            if need > len(self.h.state.idle):
+                return  # the manager refuses before it asks the policy
+            self._do(("evict", need, frozenset(keys)))
+            if len(self.h.state.refs) + len(keys) > self.capacity:
+                return  # evict refused: so does prepare_store
         for k in keys:
             self._do(("insert", k, IN_FLIGHT, r))
             visit.inserted.add(k)

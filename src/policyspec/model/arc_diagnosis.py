@@ -47,7 +47,20 @@ _OP_REQUIREMENT = {
     "evict": "ARC-EVICT-ORDER",
     "clear": "ARC-CLEAR-RESET",
     "get": "ARC-GET-NO-EFFECT",
+    "on_store_miss": "ARC-STORE-MISS-ADAPT",
+    "on_request_access": "ARC-ACCESS-NO-EFFECT",
+    "on_request_finished": "ARC-FINISH-REUSE",
 }
+"""The requirement of what each operation leaves behind (lists, target).
+``set_positions`` is no policy call (the manager fills a request's
+context), so a difference never starts there."""
+
+
+_MOVES_KEYS = frozenset({"touch", "on_store_miss", "on_request_finished"})
+"""Operations that move keys within or between the lists whatever their
+ref_cnt: a probe that completes stores tells their effect on a key in
+flight (after an insert or a mark it cannot tell a misplaced block from a
+mark that moves it)."""
 
 
 class ARCDiagnosis:
@@ -123,15 +136,19 @@ def blame(
     answers do not incriminate it and the search goes on.
 
     Only new differences count, and a probe that completes stores or loads
-    counts only after a touch: after an insert or a mark it cannot tell a
-    misplaced block from a mark that moves it. A refusal is evict's
+    counts only after an operation that moves keys (``_MOVES_KEYS``):
+    after an insert or a mark it cannot tell a misplaced block from a mark
+    that moves it. A refusal is evict's
     (ARC-LIVENESS). A ``t1`` or ``t2`` difference means the lists are
     wrong: the operation's own requirement. Otherwise the lists are right
     and either no target value explains every answer (the replacement rule
     is wrong: ARC-EVICT-ORDER) or one does and the target is wrong: see
     ``_blame_target``."""
     op = action[0]
-    credible = [r for r in results if op == "touch" or not _completes(r.probe)]
+    if op not in _OP_REQUIREMENT and op != "touch":
+        return None  # set_positions: the policy is not called
+    moves = op in _MOVES_KEYS
+    credible = [r for r in results if moves or not _completes(r.probe)]
     # A probe "persists" only as the same measurement: t1 with the stores
     # completed and t1 with nothing to complete are two.
     differed = {_kind(r.probe) for r in previous if r.differs}
@@ -184,28 +201,51 @@ def _blame_target(
     top: int, variant: Variant,
 ) -> str:
     """The lists are right and the policy acts on another target than the
-    spec's. A touch that names absent keys is where the spec moves the
-    target: it is judged by ``_blame_adaptation``. Any other operation may
-    not move it, but a wrong target often shows only later (it needs a T1
-    shorter than itself and T2 candidates): when the target the policy acts
-    on now fitted the answers before this operation too, the last earlier
-    touch of absent keys is judged instead, and the operation only when
-    there is none."""
-    op = action[0]
-    if op == "touch" and _departed(action[1], arc, history):
+    spec's. A touch that names absent keys, or a store miss of ghosts, is
+    where the spec moves the target: a touch is judged by
+    ``_blame_adaptation``, a store miss is ARC-STORE-MISS-ADAPT's. Any
+    other operation may not move it, but a wrong target often shows only
+    later (it needs a T1 shorter than itself and T2 candidates): when the
+    target the policy acts on now fitted the answers before this operation
+    too, the last earlier operation that could have moved it is judged
+    instead (one of those two, or an insert of a ghost, which must leave the
+    target alone: ARC-INSERT-T1), and the operation only when there is
+    none."""
+    moved = _moves_target(action, arc, history)
+    if moved == "touch":
         return _blame_adaptation([*history, action], len(history), results, top, variant)
+    if moved is not None:
+        return moved
     earlier = _explaining_targets(previous, top) if previous else set()
     if explaining & earlier:
         for index in range(len(history) - 1, -1, -1):
-            step = history[index]
-            if step[0] != "touch":
-                continue
+            if history[index][0] not in ("touch", "on_store_miss", "insert"):
+                continue  # the model replay below is the cost: skip what cannot move it
             then = _model_after(history[:index], state.capacity, variant(None)).ext
-            if _departed(step[1], then, history[:index]):
+            moved = _moves_target(history[index], then, history[:index])
+            if moved == "touch":
                 return _blame_adaptation([*history, action], index, results, top, variant)
-    if op == "touch":
+            if moved is not None:
+                return moved
+    if action[0] == "touch":
         return "ARC-TOUCH-ORDER"  # a touch of resident keys moved the target
-    return _OP_REQUIREMENT[op]
+    return _OP_REQUIREMENT[action[0]]
+
+
+def _moves_target(action: Action, arc: ArcState, history: Sequence[Action]) -> str | None:
+    """Whether ``action`` (with ``arc`` the spec's lists before it) is an
+    operation where a policy plausibly moves the target: "touch" for a touch
+    naming absent keys (judged further by ``_blame_adaptation``), the
+    requirement broken for a store miss or an insert of a ghost, else None."""
+    op = action[0]
+    if op == "touch":
+        return "touch" if _departed(action[1], arc, history) else None
+    if op == "on_store_miss":
+        ghosts = [k for k in action[2] if k in arc.b1 or k in arc.b2]
+        return "ARC-STORE-MISS-ADAPT" if ghosts else None
+    if op == "insert" and (action[1] in arc.b1 or action[1] in arc.b2):
+        return "ARC-INSERT-T1"
+    return None
 
 
 def _departed(keys: Sequence[int], arc: ArcState, history: Sequence[Action]) -> list[int]:

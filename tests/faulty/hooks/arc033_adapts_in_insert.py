@@ -1,4 +1,4 @@
-"""faulty: ARC-EVICT-ORDER profile=arc
+"""faulty: ARC-INSERT-T1 profile=arc engine=stateful also=ARC-STORE-MISS-ADAPT
 
 vLLM 0.33.0's ARC learning from a ghost hit in ``insert`` (just before it
 erases the ghost) instead of in ``on_store_miss``. The manager evicts

@@ -1,4 +1,4 @@
-"""faulty: ARC-EVICT-ORDER profile=arc
+"""faulty: ARC-FINISH-REUSE profile=arc engine=stateful
 
 vLLM 0.33.0's ARC counting a store as an access: at a request's finish the
 keys it only inserted are promoted from T1 to T2 like the keys it reused.

@@ -1,4 +1,4 @@
-"""faulty: HOOK-KEEPS-MEMBERSHIP
+"""faulty: HOOK-KEEPS-MEMBERSHIP engine=stateful
 
 A request-ranked LRU that holds the idle chunks a request accesses out of
 eviction until the request finishes ("in use by a request"). Eligibility is

@@ -1,4 +1,4 @@
-"""faulty: HOOK-TOTAL
+"""faulty: HOOK-TOTAL engine=stateful
 
 A request-ranked LRU whose ``on_request_access`` reads each key's rank
 before asking whether the key is present. vLLM 0.33.0's manager reports a

@@ -1,4 +1,4 @@
-"""faulty: API-ANY-THREAD
+"""faulty: API-ANY-THREAD engine=stateful
 
 A request-ranked LRU whose table of present chunks is thread-local: each
 thread sees only the chunks inserted on it. vLLM 0.33.0 calls a policy from

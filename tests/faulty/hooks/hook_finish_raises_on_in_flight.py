@@ -1,4 +1,4 @@
-"""faulty: HOOK-TOTAL
+"""faulty: HOOK-TOTAL engine=stateful
 
 A request-ranked LRU whose ``on_request_finished`` re-files each present
 key by taking it out of the idle list and putting it back, which raises

@@ -1,4 +1,4 @@
-"""faulty: API-ANY-THREAD profile=lru-0.33
+"""faulty: API-ANY-THREAD profile=lru-0.33 engine=stateful
 
 The request-ranked LRU keeping each request's rank in thread-local storage
 (keyed by request id) instead of the request's context. vLLM 0.33.0 calls

@@ -1,4 +1,4 @@
-"""faulty: HOOK-KEEPS-MEMBERSHIP
+"""faulty: HOOK-KEEPS-MEMBERSHIP engine=stateful
 
 A request-ranked LRU whose ``on_store_miss`` makes room for the missing
 keys itself: when the cache is full it drops its least recent idle chunk

@@ -1,4 +1,4 @@
-"""faulty: HOOK-TOTAL profile=arc
+"""faulty: HOOK-TOTAL profile=arc engine=stateful
 
 vLLM 0.33.0's ARC with an ``on_store_miss`` that walks its keys with
 ``reversed(keys)`` instead of ``reversed(list(keys))``: right for the list

@@ -1,4 +1,4 @@
-"""faulty: LRU033-EVICT-ORDER profile=lru-0.33
+"""faulty: LRU033-ACCESS-RANK profile=lru-0.33 engine=stateful
 
 The request-ranked LRU whose ``on_request_access`` sets every present,
 positioned key to the accessing request's rank, even when the key already

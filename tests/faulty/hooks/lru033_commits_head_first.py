@@ -1,4 +1,4 @@
-"""faulty: LRU033-EVICT-ORDER profile=lru-0.33
+"""faulty: LRU033-FINISH-COMMIT profile=lru-0.33 engine=stateful
 
 The request-ranked LRU of vLLM 0.33.0 with its finish committed the wrong
 way round: fresh ranks from head to tail, so the tail of a finished

@@ -1,10 +1,12 @@
-"""faulty: LRU033-EVICT-ORDER profile=lru-0.33
+"""faulty: LRU033-CLEAR-RESET profile=lru-0.33 engine=stateful budget=30
 
 The request-ranked LRU keeping a request's rank across ``clear``: the rank
 it stored in the request's context is reused whatever the cache generation.
 After a reset the clock starts again, so a request still running from
 before the reset ranks with the oldest new requests (or below them) instead
-of getting a fresh rank.
+of getting a fresh rank. The stateful engine needs a clear between two
+hook calls of one request and a later eviction that tells the ranks apart,
+which takes longer to come up than most faults: hence its budget.
 """
 
 from typing import Any

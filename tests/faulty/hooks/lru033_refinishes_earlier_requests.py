@@ -1,4 +1,4 @@
-"""faulty: LRU033-EVICT-ORDER profile=lru-0.33
+"""faulty: LRU033-FINISH-COMMIT profile=lru-0.33 engine=stateful
 
 The request-ranked LRU that never retires a finished request: each finish
 commits the request's recency, then applies every earlier finish again, so
