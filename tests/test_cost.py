@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from policyspec.adapters import subject_for_class
 from policyspec.engines.cost import CostSettings, Measurement, measure, run_cost
 from policyspec.model import operations as ops
 from policyspec.model.evict import commit_evict
@@ -31,7 +32,6 @@ from policyspec.model.state import State, is_quiescent, well_formed
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.session import run_check
-from policyspec.adapters import subject_for_class
 from policyspec.subject import Block, Subject, subject_from_class
 
 FAULTY = Path(__file__).parent / "faulty"
