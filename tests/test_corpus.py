@@ -7,8 +7,9 @@ Headers (first docstring line), read without importing the file:
 * ``faulty: <ID> [profile=<name>] [engine=<name>[,<name>]] [also=<ID>[,<ID>]]``
   [budget=<seconds>] (profile core by default; ``budget`` raises the
   catch budget for a fault the engines need long histories for; ``also``
-  lists other ids the same fault legitimately breaks, which the suite may report too; an ``engine: <name>``
-  line further down counts as ``engine=``). A file is skipped here when it
+  lists other ids the same fault legitimately breaks, which the suite may
+  report too; an ``engine: <name>`` line further down counts as
+  ``engine=``). A file is skipped here when it
   needs what other tests run: an unregistered profile or engine, a
   requirement outside its profile (the ``cost`` ids), or an engine that is
   not time-budgeted for the profile (``exhaustive``, ``cost``).
