@@ -373,3 +373,24 @@ def test_protocols_let_mypy_check_a_policy_against_its_revision(tmp_path: Path) 
     assert len(errors) == 1, out
     assert 'expected "CachePolicyR4"' in errors[0]
     assert "def touch(self, Iterable[Any], Any, /) -> None" in out
+
+
+@pytest.mark.parametrize(
+    ("cls", "released"),
+    [(R6, False), (R6Draft, False), (R7, False), (R7b, False), (R8, True), (R9, True),
+     (R4, True)],
+)
+def test_revisions_from_pull_request_heads_say_they_never_shipped(
+    cls: type, released: bool
+) -> None:
+    notes = subject_for_class(cls).notes
+    said = [n for n in notes if "never shipped in a vLLM release" in n]
+    assert bool(said) is not released, notes
+    assert notes[0].startswith("API revision")  # the note follows the revision's own
+
+
+def test_the_api_help_names_the_revisions_that_never_shipped() -> None:
+    from policyspec.protocols import API_HELP, UNRELEASED
+
+    assert UNRELEASED == ("R6", "R6-draft", "R7", "R7b")
+    assert all(name in API_HELP for name in UNRELEASED) and "never shipped" in API_HELP

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 __all__ = [
+    "API_HELP",
     "API_NAMES",
     "REVISIONS",
+    "UNRELEASED",
     "CachePolicyR0",
     "CachePolicyR1",
     "CachePolicyR2",
@@ -225,6 +227,9 @@ class Revision:
     protocol: type
     chunks: bool = False
     """True when blocks are ``ChunkStatus`` (``chunk_id``)."""
+    released: bool = True
+    """False for the revisions that come from pull-request heads and are in
+    no vLLM release up to 0.33.0 (R6, R7, R7b: CONTRACT.md section 5)."""
 
     def method(self, name: str) -> MethodSpec | None:
         return next((m for m in self.methods if m.name == name), None)
@@ -299,6 +304,7 @@ _TABLE = (
             _m("close_session()", "hook"),
         ),
         CachePolicyR6,
+        released=False,
     ),
     Revision(
         "R6-draft",
@@ -315,6 +321,7 @@ _TABLE = (
             _m("close_session()", "hook"),
         ),
         CachePolicyR6Draft,
+        released=False,
     ),
     Revision(
         "R7",
@@ -329,6 +336,7 @@ _TABLE = (
         ),
         CachePolicyR7,
         chunks=True,
+        released=False,
     ),
     Revision(
         "R7b",
@@ -336,6 +344,7 @@ _TABLE = (
         (*_CHUNKS, _TOUCH_CTX, _m("evict(n, protected, deprioritized)"), _CLEAR, *_MARKS),
         CachePolicyR7b,
         chunks=True,
+        released=False,
     ),
     Revision(
         "R8",
@@ -376,6 +385,15 @@ REVISIONS: dict[str, Revision] = {r.name: r for r in _TABLE}
 """Every revision policyspec can drive, oldest first."""
 
 API_NAMES = tuple(REVISIONS)
+
+UNRELEASED = tuple(r.name for r in _TABLE if not r.released)
+"""The revisions no vLLM release contains (pull-request heads)."""
+
+API_HELP = (
+    f"force an API revision ({API_NAMES[0]}..{API_NAMES[-1]}) instead of detecting it; "
+    f"{', '.join(UNRELEASED)} come from pull-request heads and never shipped in a vLLM release"
+)
+"""The ``--api`` help of every command that takes it."""
 
 
 # -- static signature checks -----------------------------------------------

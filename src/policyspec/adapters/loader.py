@@ -26,7 +26,7 @@ from policyspec.adapters.revisions import FORK_HOOKS, block_kind, detect
 from policyspec.adapters.seed import HOOK_REVISIONS, adapt
 from policyspec.adapters.standins.placeholders import LoadRecord, PlaceholderUsedError
 from policyspec.adapters.target import import_target, parse_target, resolve_class, where_raised
-from policyspec.protocols import API_NAMES, check_signatures, own_member
+from policyspec.protocols import API_NAMES, REVISIONS, check_signatures, own_member
 from policyspec.subject import SeedPolicy, Subject, offload_key
 
 __all__ = ["load_subject", "subject_for_class"]
@@ -110,6 +110,9 @@ def _subject(
         notes.insert(
             0, f"API revision {chosen} forced (detection says {found.api}: {found.reason})"
         )
+    if chosen in REVISIONS and not REVISIONS[chosen].released:
+        notes.insert(1, f"API revision {chosen} never shipped in a vLLM release: it comes from "
+                        "a pull-request head")
     problems = check_signatures(cls, chosen)
     missing = [p.method for p in problems if p.kind == "missing"]
     if missing:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
+from policyspec.protocols import API_HELP
 
 if TYPE_CHECKING:
     from policyspec.profiles import Profile
@@ -101,7 +102,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--junit-xml", metavar="PATH", help="write a JUnit XML report here")
     parser.add_argument("--html-report", metavar="PATH",
                         help="write a self-contained HTML page of the run here (spec/report.md)")
-    parser.add_argument("--api", help="force an API revision (R-1..R9) instead of detecting it")
+    parser.add_argument("--api", help=API_HELP)
     parser.add_argument("--no-stand-in", action="store_true",
                         help="refuse to provide vLLM stand-in modules when vllm is missing")
     parser.add_argument("--call-timeout", type=_seconds, default=DEFAULT_CALL_TIMEOUT,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
+from policyspec.protocols import API_HELP
 
 __all__ = ["add_parser"]
 
@@ -38,7 +39,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run")
     parser.add_argument("--call-timeout", type=float, default=DEFAULT_CALL_TIMEOUT,
                         metavar="SECONDS", help="time limit of one policy call (0: none)")
-    parser.add_argument("--api", help="force an API revision (R-1..R9) instead of detecting it")
+    parser.add_argument("--api", help=API_HELP)
     parser.add_argument("--no-stand-in", action="store_true",
                         help="refuse to provide vLLM stand-in modules when vllm is missing")
     parser.add_argument("--html-report", metavar="PATH",
