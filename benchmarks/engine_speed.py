@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from time import process_time
 
 from benchmarks.replay import Log, prepare, recording, replay
-from policyspec.engines import ENGINES
+from policyspec.engines import ENGINES, EngineContext
 from policyspec.engines.fast import run_fast
 from policyspec.profiles import Profile, get_profile
 from policyspec.reference import LRUCachePolicy
@@ -107,10 +107,10 @@ def measure_engines(
                     speed.calls.append(calls)
                     continue
                 start = process_time()
-                run = engine.run(subject, profile, seconds, 0, 64)
+                run = engine.run(EngineContext(subject, profile, seconds, 0, 64))
                 spent = process_time() - start
                 log: Log = []
-                engine.run(recording(subject, log), profile, seconds, 0, 64)
+                engine.run(EngineContext(recording(subject, log), profile, seconds, 0, 64))
                 speed.checked.append(run.calls / spent)
                 speed.raw.append(_raw_rate(log))
                 speed.calls.append(run.calls)

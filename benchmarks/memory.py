@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from policyspec.engines import ENGINES
+from policyspec.engines import ENGINES, EngineContext
 from policyspec.engines.fast import run_fast
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
@@ -73,8 +73,8 @@ def measure_memory(seconds: float, examples: int) -> list[MemoryUse]:
                 run = engine.run
                 out.append(MemoryUse(
                     f"{engine.name} engine alone, {seconds / 2:g}s vs {5 * seconds:g}s",
-                    _peak(partial(run, subject, lru, seconds / 2, 0, 64)),
-                    _peak(partial(run, subject, lru, 5 * seconds, 0, 64)),
+                    _peak(partial(run, EngineContext(subject, lru, seconds / 2, 0, 64))),
+                    _peak(partial(run, EngineContext(subject, lru, 5 * seconds, 0, 64))),
                 ))
     finally:
         tracemalloc.stop()

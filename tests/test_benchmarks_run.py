@@ -1,0 +1,18 @@
+"""The benchmarks still run against the current engine API (they are not
+tests of speed: nothing here is timed). Each measuring function is called
+with the smallest sizes and its figures checked for shape only."""
+
+from __future__ import annotations
+
+from benchmarks.engine_speed import measure_engines
+from benchmarks.memory import measure_memory
+
+
+def test_engine_speed_measures_every_default_engine() -> None:
+    speeds = list(measure_engines(0.05, 1, profiles=("core",)))
+    assert speeds and all(s.checked and min(s.checked) > 0 and s.calls for s in speeds)
+
+
+def test_memory_measures_every_default_engine() -> None:
+    uses = measure_memory(0.05, 5)
+    assert len(uses) >= 4 and all(u.short[0] > 0 and u.long[0] > 0 for u in uses)
