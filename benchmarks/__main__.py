@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import date
 
-SECTIONS = ("engines", "budgets", "lru", "memory")
+SECTIONS = ("engines", "budgets", "lru", "memory", "jobs", "detection")
 
 
 def _engines(args: argparse.Namespace, say: Callable[[str], None]) -> None:
@@ -94,6 +94,41 @@ def _memory(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     say("   target: ratio <= 1.2\n")
 
 
+def _jobs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    from benchmarks.jobs import measure_jobs
+
+    budget, repeats = ("quick", 1) if args.short else ("standard", args.repeats)
+    say(f"5. --jobs 1 against --jobs 2 (policyspec check --profile lru on the reference LRU, "
+        f"budget {budget}, alternating, median of {repeats}; wall clock)\n")
+    rates = measure_jobs(budget, repeats)
+    for rate in rates:
+        say(f"   --jobs {rate.jobs}: {statistics.median(rate.rates):>12,.0f} checked calls per "
+            f"wall second  [{', '.join(sorted(rate.verdicts))}]")
+    if len(rates) == 2:
+        ratio = statistics.median(rates[1].rates) / statistics.median(rates[0].rates)
+        say(f"   ratio {ratio:.2f}   (target >= 1.8, same verdict)\n")
+
+
+def _detection(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    from benchmarks.detection import corpus, measure_detection
+
+    files = corpus()
+    budgets: tuple[float | str, ...] = (1.0,) if args.short else (1.0, 2.0, 5.0, "quick")
+    runnable = [f for f in files if f.runnable]
+    say(f"6. Detection over the faulty corpus ({len(runnable)} files checked as a user would, "
+        f"every default engine, --jobs 1, seed 0;\n   {len(files) - len(runnable)} more need "
+        "their own capacity or engine and are left out; times are wall clock)\n")
+    say(f"   {'budget':<9}{'caught':>8}   found after (median / worst)   failing run wall "
+        "(median / worst)   missed")
+    for curve in measure_detection(budgets, files=runnable[:4] if args.short else runnable):
+        found, wall = curve.found_after(), curve.failing_wall()
+        missed = ", ".join(c.name for c in curve.catches if not c.caught) or "-"
+        label = f"{curve.budget:g} s" if isinstance(curve.budget, float) else curve.budget
+        say(f"   {label:<9}{len(curve.caught):>4}/{len(curve.catches):<3}   {found[0]:8.2f} / "
+            f"{found[1]:6.2f} s              {wall[0]:8.1f} / {wall[1]:6.1f} s          {missed}")
+    say("   target at quick: median found after <= 0.5 s; slowest failing run <= 30 s\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--short", action="store_true", help="a quick smoke run of every section")
@@ -118,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = args.only or list(SECTIONS)
     for name in SECTIONS:
         if name in chosen:
-            {"engines": _engines, "budgets": _budgets, "lru": _lru, "memory": _memory}[name](
-                args, say)
+            {"engines": _engines, "budgets": _budgets, "lru": _lru, "memory": _memory,
+             "jobs": _jobs, "detection": _detection}[name](args, say)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     say(f"({time.monotonic() - started:.0f} s in all; load average {load:.1f} at the end)")
     if args.out:

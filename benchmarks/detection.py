@@ -1,0 +1,122 @@
+"""The detection curve over the faulty corpus (tests/faulty/, hooks/ too).
+
+Every faulty file is checked under its header's profile with every default
+engine, as a user's ``policyspec check FILE:Policy --budget B`` would be
+(``--jobs`` as given), at each budget: how many are caught under the id
+their header names, how soon the run first saw it (``found_after_s``) and
+how long the whole failing run took, shrinking included. Files whose header
+needs what a plain check does not give (their own capacity, a non-default
+engine) are counted apart, as the corpus test skips them.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import statistics
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from policyspec.adapters import subject_for_class
+from policyspec.engines import ENGINES
+from policyspec.profiles import get_profile
+from policyspec.registry import load_registry
+from policyspec.session import CheckOptions, run_check
+
+__all__ = ["Catch", "Curve", "FaultyFile", "corpus", "measure_detection"]
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = (ROOT / "tests" / "faulty", ROOT / "tests" / "faulty" / "hooks")
+
+
+@dataclass(frozen=True)
+class FaultyFile:
+    path: Path
+    requirement: str
+    profile: str
+    runnable: bool
+    """False when the header asks for its own capacity or a non-default
+    engine (tests run those files apart)."""
+
+
+def corpus() -> list[FaultyFile]:
+    """The faulty files, from their headers (read without importing them).
+    A requirement outside the header's profile (the cost ids) is checked
+    under its own profile."""
+    registry = load_registry()
+    found = []
+    for directory in CORPUS:
+        for path in sorted(directory.glob("*.py")):
+            doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+            kind, _, rest = (doc.splitlines() or [""])[0].partition(":")
+            words = rest.split()
+            if kind != "faulty" or not words:
+                continue
+            fields = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+            engines = fields.get("engine", "").split(",") if "engine" in fields else []
+            runnable = "capacity" not in fields and all(
+                e in ENGINES and ENGINES[e].default for e in engines)
+            profile = fields.get("profile", "core")
+            known = registry.get(words[0])
+            if known is not None and known.profile not in get_profile(profile).includes:
+                profile = known.profile
+            found.append(FaultyFile(path, words[0], profile, runnable))
+    return found
+
+
+@dataclass(frozen=True)
+class Catch:
+    name: str
+    caught: bool
+    found_after_s: float | None
+    wall_s: float
+
+
+@dataclass
+class Curve:
+    budget: float | str
+    catches: list[Catch] = field(default_factory=list)
+
+    @property
+    def caught(self) -> list[Catch]:
+        return [c for c in self.catches if c.caught]
+
+    def found_after(self) -> tuple[float, float]:
+        """Median and worst seconds to the first sighting, over the caught."""
+        times = [c.found_after_s for c in self.caught if c.found_after_s is not None]
+        return (statistics.median(times), max(times)) if times else (0.0, 0.0)
+
+    def failing_wall(self) -> tuple[float, float]:
+        """Median and worst wall seconds of the failing runs, shrinking included."""
+        times = [c.wall_s for c in self.caught]
+        return (statistics.median(times), max(times)) if times else (0.0, 0.0)
+
+
+def _policy(path: Path) -> type:
+    spec = importlib.util.spec_from_file_location(f"detection_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    policy: type = module.Policy
+    return policy
+
+
+def measure_detection(
+    budgets: tuple[float | str, ...], jobs: int = 1, files: list[FaultyFile] | None = None
+) -> Iterator[Curve]:
+    """One curve per budget, over the runnable files of the corpus."""
+    chosen = [f for f in (files if files is not None else corpus()) if f.runnable]
+    for budget in budgets:
+        curve = Curve(budget)
+        for faulty in chosen:
+            subject = subject_for_class(_policy(faulty.path))
+            started = time.monotonic()
+            report = run_check(subject, get_profile(faulty.profile),
+                               options=CheckOptions(budget=budget, jobs=jobs, seed=0))
+            wall = time.monotonic() - started
+            hit = next((f for f in report.failures if f.requirement == faulty.requirement), None)
+            curve.catches.append(Catch(faulty.path.stem, hit is not None,
+                                       hit.found_after_s if hit else None, wall))
+        yield curve
