@@ -392,6 +392,7 @@ def _report(
                               checked[req.id], reason)
         )
     failures = []
+    marks = subject.has("mark")
     for rid, finding in best.items():
         known = registry.get(rid)
         failures.append(
@@ -400,8 +401,9 @@ def _report(
                 level=known.level if known else "MUST",
                 title=known.title if known else rid,
                 message=finding.message,
-                trace=[describe(a) for a in finding.trace],
-                repro=repro(subject.name, capacity, finding.trace, f"{rid}: {finding.message}"),
+                trace=[describe(a, marks) for a in finding.trace],
+                repro=repro(subject.name, capacity, finding.trace, f"{rid}: {finding.message}",
+                            marks),
                 engine=finding.engine,
                 actions=record_actions(subject, profile, capacity, finding.trace, rid,
                                        replay=minimise),

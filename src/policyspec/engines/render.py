@@ -14,15 +14,18 @@ from policyspec.model.state import State
 __all__ = ["describe", "repro"]
 
 
-def describe(action: Action) -> str:
-    """One line for a trace: what the manager did."""
+def describe(action: Action, marks: bool = True) -> str:
+    """One line for a trace: what the manager did. ``marks``: whether the
+    policy's revision has ``mark_evictable`` (R3 on); without it a finished
+    store is only the ref_cnt write."""
     op = action[0]
     if op == "insert":
         where = "in flight" if action[2] == -1 else "idle"
         by = f" for request {action[3]}" if len(action) > 3 else ""
         return f"insert key {action[1]} ({where}, ref_cnt {action[2]}){by}"
     if op == "finish_store":
-        return f"store of key {action[1]} completes: ref_cnt -1 -> 0, mark_evictable"
+        then = ", mark_evictable" if marks else ""
+        return f"store of key {action[1]} completes: ref_cnt -1 -> 0{then}"
     if op == "remove":
         return f"remove key {action[1]}"
     if op == "start_read":
@@ -54,9 +57,12 @@ _REQUEST_CALLS = frozenset({
 })
 
 
-def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = "") -> str:
+def repro(
+    target: str, capacity: int, trace: Sequence[Action], comment: str = "", marks: bool = True
+) -> str:
     """A standalone Python snippet replaying ``trace`` on ``target`` with the
-    calls and ref_cnt writes vLLM's manager would make."""
+    calls and ref_cnt writes vLLM's manager would make (the mark calls only
+    when the policy's revision has them: ``marks``)."""
     lines = [
         "from policyspec.adapters import load_subject",
         "",
@@ -117,6 +123,8 @@ def repro(target: str, capacity: int, trace: Sequence[Action], comment: str = ""
                                 for keys in (call[3], call[4]))
                 lines.append(f"policy.on_request_finished({groups}, {only}, {reused}, "
                              f"request({call[1]}))")
+            elif op in ("mark_evictable", "mark_non_evictable") and not marks:
+                continue
             else:
                 lines.append(f"policy.{op}(key({call[1]}))")
                 if op == "remove":

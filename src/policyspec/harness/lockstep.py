@@ -88,6 +88,8 @@ class Lockstep:
         self.keys = KeyMap(subject.make_key)
         self.blocks: dict[int, Any] = {}
         self.written: dict[int, tuple[int, int]] = {}
+        self.inserted_at: dict[int, int] = {}
+        """The trace step (1-based) that inserted each present key last."""
         self.known: set[int] = set()
         self.trace: list[Action] = []
         self.soft: list[ConformanceFailure] = []
@@ -285,6 +287,7 @@ class Lockstep:
             self._step(("insert", k, ref, r))
         self.blocks[k] = block
         self.written[k] = (ref, block_id)
+        self.inserted_at[k] = len(self.trace)
 
     def _remove(self, k: int) -> None:
         self._call("remove", self.policy.remove, self.key(k))
@@ -418,8 +421,8 @@ class Lockstep:
             if block is not self.blocks[k]:
                 self._fail(
                     "EVICT-IDENTITY",
-                    f"{call} returned for key {k} the object {block!r}, not the block inserted "
-                    f"({self.blocks[k]!r}); the spec requires the identical object",
+                    f"{call} returned for key {k} {self._other_block(k, block)}; the spec "
+                    "requires the identical object",
                 )
                 raise _Stop
             self.checked["EVICT-IDENTITY"] += 1
@@ -466,6 +469,7 @@ class Lockstep:
     def _forget(self, k: int) -> None:
         self.blocks.pop(k, None)
         self.written.pop(k, None)
+        self.inserted_at.pop(k, None)
 
     def _check_blocks(self, op: str) -> None:
         if not self.blocks:
@@ -499,6 +503,21 @@ class Lockstep:
             got = self._call("get", self.policy.get, self.key(k))
             self._check_get(k, got, op, requirement)
 
+    def _other_block(self, k: int, got: object) -> str:
+        """``got``, which is not the block of key ``k``, as a user can place
+        it: its block id and ref_cnt when it has them (a copy shows the
+        same id), and the step of the trace that inserted the real one."""
+        real = self.blocks[k]
+        ident = _block_id(got)
+        shown = (f"another object with block id {ident} and ref_cnt "
+                 f"{getattr(got, 'ref_cnt', '?')}" if ident is not None
+                 else f"another object, {type(got).__name__}")
+        if ident is not None and ident == _block_id(real):
+            shown += " (a copy)"
+        step = self.inserted_at.get(k)
+        where = f" at step {step}" if step else ""
+        return f"{shown}, not the block inserted{where} (block id {_block_id(real)})"
+
     def _check_get(self, k: int, got: object, op: str, requirement: str | None = None) -> None:
         present = k in self.state.refs
         if present:
@@ -508,7 +527,7 @@ class Lockstep:
             rid = requirement or "GET-IDENTITY"
             if got is not None:
                 rid = "GET-IDENTITY"
-            what = "None" if got is None else f"another object {got!r}"
+            what = "None" if got is None else self._other_block(k, got)
             self._fail(rid, f"after {op}, get({k}) returned {what}; key {k} is present and "
                        "the spec requires the very block inserted")
         else:
@@ -622,3 +641,11 @@ def _evict_message(
         )
     want = "None" if expected is None else _show_keys(expected)  # type: ignore[arg-type]
     return f"{call} returned {shown}; the {profile} profile requires {want}"
+
+
+def _block_id(block: object) -> object:
+    """The id a block carries: ``block_id``, or ``chunk_id`` from R7 on."""
+    for name in ("block_id", "chunk_id"):
+        if hasattr(block, name):
+            return getattr(block, name)
+    return None

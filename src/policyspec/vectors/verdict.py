@@ -141,9 +141,9 @@ def _case_failure(subject: Subject, case: dict[str, Any], result: CaseResult) ->
             records.append(encode_action(step.action, step.victims, observed=step.known))
     return FailureReport(
         **base,
-        trace=[describe(a) for a in trace],
+        trace=[describe(a, subject.has("mark")) for a in trace],
         repro=repro(subject.name, int(case["capacity"]), trace,
-                    f"{result.name}: {result.message}"),
+                    f"{result.name}: {result.message}", subject.has("mark")),
         actions=records,
     )
 

@@ -1,0 +1,92 @@
+"""What a failure says is worded for the policy at hand (issue 19, item 4):
+no ``mark_evictable`` in the trace or the snippet of a policy whose revision
+has no such method, and an identity failure names block ids and the step
+that inserted the real block instead of printing object addresses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from policyspec.adapters import load_subject
+from policyspec.profiles import get_profile
+from policyspec.session import run_check
+
+R1_EVICTS_IN_FLIGHT = '''
+class Policy:
+    """Six methods only (R1): evict takes the oldest block whatever its ref_cnt."""
+
+    def __init__(self, cache_capacity):
+        self.blocks = {}
+
+    def get(self, key):
+        return self.blocks.get(key)
+
+    def insert(self, key, block):
+        self.blocks[key] = block
+
+    def remove(self, key):
+        del self.blocks[key]
+
+    def touch(self, keys):
+        pass
+
+    def evict(self, n, protected):
+        chosen = [k for k, b in self.blocks.items() if k not in protected][:n]
+        if len(chosen) < n:
+            return None
+        return [(k, self.blocks.pop(k)) for k in chosen]
+'''
+
+COPIES = '''
+import copy
+
+
+class Policy:
+    def __init__(self, cache_capacity):
+        self.blocks = {}
+
+    def get(self, key):
+        return self.blocks.get(key)
+
+    def insert(self, key, block):
+        self.blocks[key] = block
+
+    def remove(self, key):
+        del self.blocks[key]
+
+    def touch(self, keys):
+        pass
+
+    def evict(self, n, protected):
+        chosen = [k for k, b in self.blocks.items() if b.ref_cnt == 0 and k not in protected][:n]
+        if len(chosen) < n:
+            return None
+        return [(k, copy.copy(self.blocks.pop(k))) for k in chosen]
+'''
+
+
+def _report(tmp_path: Path, source: str) -> tuple[str, object]:
+    path = tmp_path / "policy.py"
+    path.write_text(source, encoding="utf-8")
+    subject = load_subject(f"{path}:Policy")
+    report = run_check(subject, get_profile("core"), budget=3.0, engines=("fast",))
+    return subject.api, report
+
+
+def test_a_policy_without_marks_reads_no_mark_calls(tmp_path: Path) -> None:
+    api, report = _report(tmp_path, R1_EVICTS_IN_FLIGHT)
+    assert api == "R1"
+    failure = next(f for f in report.failures if f.requirement == "EVICT-IDLE-ONLY")
+    assert any("completes" in step for step in failure.trace), failure.trace
+    assert not any("mark_evictable" in step for step in failure.trace), failure.trace
+    assert "mark_evictable" not in failure.repro and "mark_non_evictable" not in failure.repro
+    exec(compile(failure.repro, "repro", "exec"), {})  # runs on the R1 policy as written
+
+
+def test_an_identity_failure_names_block_ids_and_the_inserting_step(tmp_path: Path) -> None:
+    _, report = _report(tmp_path, COPIES)
+    failure = next(f for f in report.failures if f.requirement == "EVICT-IDENTITY")
+    assert " at 0x" not in failure.message, failure.message
+    assert "block id" in failure.message and "(a copy)" in failure.message
+    step = int(failure.message.split("inserted at step ")[1].split()[0])
+    assert failure.trace[step - 1].startswith("insert key"), (failure.message, failure.trace)
