@@ -6,6 +6,7 @@ deterministic gets the relations as not applicable, never a failure."""
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Collection
 from typing import Any
 
@@ -227,6 +228,9 @@ def test_faulty_policy_breaks_its_relation(policy: type, requirement: str) -> No
     assert len(finding.trace) <= 40, finding.trace
     assert "gave" in finding.message
     assert not set(found) - RELATION_IDS - PRESENCE_IDS, sorted(found)
+    # Steps are counted as printed: the step named is the trace's last one.
+    named = re.search(r"step (\d+) \(", finding.message)
+    assert named and int(named.group(1)) == len(finding.trace), (finding.message, finding.trace)
 
 
 def test_a_generator_that_survives_clear_breaks_only_the_should_clear_fresh() -> None:

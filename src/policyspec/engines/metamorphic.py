@@ -470,21 +470,26 @@ class _Judge:
             refs = base.snapshots[step.origin - 1] if step.origin else {}
             return _Difference(
                 _origin_requirement(relation, step, out, refs),
-                f"{head}, step {step.origin + 1} of the sequence ({describe(step.action)}) "
+                f"{head}, step {last + 1} ({describe(step.action)}{_was(step.origin, last)}) "
                 f"gave {_show(step.action, out)}; {relation.compared} gave "
                 f"{_show(step.action, expected)}",
                 trace,
                 step.origin + 1,
             )
         after = max((s.origin for s in steps[:last] if s.origin is not None), default=-1)
-        where = f"after step {after + 1}" if after >= 0 else "before the sequence"
         return _Difference(
             _added_requirement(relation, step, out),
-            f"{head}, the added call {describe(step.action)} {where} gave "
+            f"{head}, the call added at step {last + 1} ({describe(step.action)}) gave "
             f"{_show(step.action, out)}; the spec requires {_show(step.action, step.expect)}",
             trace,
             after + 1,
         )
+
+
+def _was(origin: int, index: int) -> str:
+    """Where a step of the printed trace (``index``, from 0) was in the
+    sequence before the change, when that differs."""
+    return "" if origin == index else f"; step {origin + 1} before the change"
 
 
 def _origin_requirement(
