@@ -12,7 +12,16 @@
 #
 # The venv is $POLICYSPEC_VLLM_VENV, default .venv-vllm033/ in the repo
 # (git-ignored); it is reused when it exists (pip then installs nothing).
+#
+# Usage: .ci/vllm033.sh [install|test|all] (default all). .ci/run starts
+# `install` while the main test suite runs (the install mostly waits on the
+# registries) and runs `test` after it.
 set -euo pipefail
+mode=${1:-all}
+case "$mode" in
+  install|test|all) ;;
+  *) echo "usage: .ci/vllm033.sh [install|test|all]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 
 venv=${POLICYSPEC_VLLM_VENV:-$PWD/.venv-vllm033}
@@ -30,6 +39,11 @@ pip_quiet() {
   fi
 }
 
+if [ "$mode" = test ] && [ ! -x "$venv/bin/python" ]; then
+  echo ".ci/vllm033.sh test: no venv at $venv (run install first)" >&2
+  exit 1
+fi
+if [ "$mode" != test ]; then
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
@@ -54,6 +68,8 @@ assert vllm.__version__ == "0.33.0", vllm.__version__
 print(f"vLLM {vllm.__version__}, torch {torch.__version__} (CPU)")
 EOF
 echo "== vLLM 0.33.0 venv ready in $((SECONDS - start)) s: $venv"
+fi
+[ "$mode" = install ] && exit 0
 
 POLICYSPEC_REQUIRE_VLLM=1 "$venv/bin/python" -m pytest -q -p no:xdist -rs \
   tests/test_installed_vllm.py tests/test_vllm_differential.py tests/test_vllm_standins_match.py
