@@ -119,14 +119,16 @@ def _detection(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         f"every default engine, --jobs 1, seed 0;\n   {len(files) - len(runnable)} more need "
         "their own capacity or engine and are left out; times are wall clock)\n")
     say(f"   {'budget':<9}{'caught':>8}   found after (median / worst)   failing run wall "
-        "(median / worst)   missed")
+        "(median / worst)   trace steps (median / max)   missed")
     for curve in measure_detection(budgets, files=runnable[:4] if args.short else runnable):
-        found, wall = curve.found_after(), curve.failing_wall()
+        found, wall, steps = curve.found_after(), curve.failing_wall(), curve.trace_steps()
         missed = ", ".join(c.name for c in curve.catches if not c.caught) or "-"
         label = f"{curve.budget:g} s" if isinstance(curve.budget, float) else curve.budget
         say(f"   {label:<9}{len(curve.caught):>4}/{len(curve.catches):<3}   {found[0]:8.2f} / "
-            f"{found[1]:6.2f} s              {wall[0]:8.1f} / {wall[1]:6.1f} s          {missed}")
-    say("   target at quick: median found after <= 0.5 s; slowest failing run <= 30 s\n")
+            f"{found[1]:6.2f} s              {wall[0]:8.1f} / {wall[1]:6.1f} s          "
+            f"{steps[0]:6.1f} / {steps[1]:3}                 {missed}")
+    say("   targets at quick: median found after <= 0.5 s; slowest failing run <= 30 s; "
+        "trace steps median <= 5, max <= 25\n")
 
 
 def main(argv: list[str] | None = None) -> int:

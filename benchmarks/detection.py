@@ -3,8 +3,9 @@
 Every faulty file is checked under its header's profile with every default
 engine, as a user's ``policyspec check FILE:Policy --budget B`` would be
 (``--jobs`` as given), at each budget: how many are caught under the id
-their header names, how soon the run first saw it (``found_after_s``) and
-how long the whole failing run took, shrinking included. Files whose header
+their header names, how soon the run first saw it (``found_after_s``), how
+long the minimal trace shown is, and how long the whole failing run took,
+shrinking included. Files whose header
 needs what a plain check does not give (their own capacity, a non-default
 engine) are counted apart, as the corpus test skips them.
 """
@@ -72,6 +73,8 @@ class Catch:
     caught: bool
     found_after_s: float | None
     wall_s: float
+    steps: int | None
+    """Steps of the minimal trace shown for the expected id."""
 
 
 @dataclass
@@ -87,6 +90,12 @@ class Curve:
         """Median and worst seconds to the first sighting, over the caught."""
         times = [c.found_after_s for c in self.caught if c.found_after_s is not None]
         return (statistics.median(times), max(times)) if times else (0.0, 0.0)
+
+    def trace_steps(self) -> tuple[float, int]:
+        """Median and longest minimal trace, over the caught (a failure
+        without a trace, e.g. a cost measurement, counts 0)."""
+        steps = [c.steps or 0 for c in self.caught]
+        return (statistics.median(steps), max(steps)) if steps else (0.0, 0)
 
     def failing_wall(self) -> tuple[float, float]:
         """Median and worst wall seconds of the failing runs, shrinking included."""
@@ -118,5 +127,6 @@ def measure_detection(
             wall = time.monotonic() - started
             hit = next((f for f in report.failures if f.requirement == faulty.requirement), None)
             curve.catches.append(Catch(faulty.path.stem, hit is not None,
-                                       hit.found_after_s if hit else None, wall))
+                                       hit.found_after_s if hit else None, wall,
+                                       len(hit.trace) if hit else None))
         yield curve
