@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
 from policyspec.engines import ENGINES, EngineContext, EngineRun, Finding
 from policyspec.engines.explain import culprit
-from policyspec.engines.minimise import witness
+from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
@@ -248,6 +248,7 @@ def run_check(
             report = _report(
                 subject, profile, runs, options.seed, options.strict, options.capacity,
                 time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
+                minimise_seconds=max(MIN_MINIMISE_SECONDS, MINIMISE_SHARE * seconds),
             )
     enforced = watchdog.enforced and (clock is None or clock.enforced)
     report.stats["jobs"] = jobs
@@ -273,20 +274,28 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
 
 
 def _minimise(
-    subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog
+    subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
+    deadline: float,
 ) -> Finding:
+    """``finding`` with the witness to show (``engines.minimise.bounded_witness``),
+    its message for that trace and the requirement to blame. Candidates are
+    tried until ``deadline``; after it none is accepted, so the shortest
+    trace found so far stands (still failing, just longer)."""
     trace = finding.trace
     family = _family(profile, finding.requirement)
     if not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
         with watchdog.shortened(0.5):
-            trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
+            fails = fails_with(subject, profile, capacity, finding.requirement)
+            trace = shrink(trace, lambda t: time.monotonic() < deadline and fails(t),
                            max_tries=40)
     elif finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
-        trace = witness(trace, fails_with(subject, profile, capacity, family))
+        trace = bounded_witness(
+            trace, fails_with(subject, profile, capacity, family),
+            fails_with(subject, profile, capacity, family, observe=False), deadline)
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
@@ -302,6 +311,11 @@ def _minimise(
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
+MIN_MINIMISE_SECONDS = 3.0
+MINIMISE_SHARE = 0.4
+"""Policyspec's own minimising of a run's findings takes at most this
+share of the budget (at least MIN_MINIMISE_SECONDS), on top of it: a
+failing quick run stays under 30 s wall."""
 _HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
 
 
@@ -358,22 +372,36 @@ def _report(
     *,
     minimise: bool = True,
     watchdog: Watchdog,
+    minimise_seconds: float = 0.0,
 ) -> Report:
     registry = load_registry()
     checked: Counter[str] = Counter()
     not_applicable: dict[str, str] = {}
     unseen = unobservable(subject)
-    best: dict[str, Finding] = {}
     errors = [f"{r.engine}: {r.error}" for r in runs if r.error]
+    found: dict[str, Finding] = {}
     for run in runs:
         checked.update(run.checked)
         not_applicable.update(run.not_applicable)
         for finding in run.findings:
-            if minimise:
-                finding = _minimise(subject, profile, capacity, finding, watchdog)
-            old = best.get(finding.requirement)
+            old = found.get(finding.requirement)
             if old is None or len(finding.trace) < len(old.trace):
-                best[finding.requirement] = finding
+                found[finding.requirement] = finding
+    best: dict[str, Finding] = {}
+    # The shortest trace of each id is minimised, MUSTs first, within one
+    # time budget shared out as it goes: a finding gets its part of what is
+    # left, so early ones that end quickly leave more to later ones.
+    order = sorted(found.values(), key=lambda f: (
+        registry[f.requirement].level != "MUST" if f.requirement in registry else False,
+        f.requirement))
+    end = time.monotonic() + minimise_seconds
+    for index, finding in enumerate(order):
+        if minimise:
+            deadline = time.monotonic() + (end - time.monotonic()) / (len(order) - index)
+            finding = _minimise(subject, profile, capacity, finding, watchdog, deadline)
+        old = best.get(finding.requirement)
+        if old is None or len(finding.trace) < len(old.trace):
+            best[finding.requirement] = finding
     statuses: list[RequirementStatus] = []
     for req in requirements_for(profile.includes):
         missing = [need for need in req.needs if not subject.has(need)]

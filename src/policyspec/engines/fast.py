@@ -31,7 +31,7 @@ from time import monotonic
 
 from policyspec.engines.action_source import ActionSource, Run, actions_of
 from policyspec.engines.fast_driver import Difference, Driver
-from policyspec.engines.minimise import witness
+from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import ConformanceFailure, Lockstep
@@ -247,6 +247,9 @@ def _run_lockstep(
 
 # -- judging and shrinking --------------------------------------------------------------
 
+SHRINK_SECONDS = 3.0
+"""Wall seconds the engine shrinks one finding for, replays included."""
+
 
 def _judge(
     run: EngineRun,
@@ -284,12 +287,10 @@ def _judge(
 def _shrink(
     subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str
 ) -> tuple[Action, ...]:
-    """Shrink without ``get`` observation when the failure shows without it
-    (replays are much cheaper), and make sure the result fails observed too."""
-    observed = fails_with(subject, profile, capacity, requirement)
-    quick = fails_with(subject, profile, capacity, requirement, observe=False)
-    if quick(trace):
-        small = witness(trace, quick)
-        if observed(small):
-            return small
-    return witness(trace, observed)
+    """At most SHRINK_SECONDS: the report's minimiser goes on from the result."""
+    return bounded_witness(
+        trace,
+        fails_with(subject, profile, capacity, requirement),
+        fails_with(subject, profile, capacity, requirement, observe=False),
+        monotonic() + SHRINK_SECONDS,
+    )

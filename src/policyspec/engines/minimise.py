@@ -11,6 +11,7 @@ in rounds with the generic shrinker until a round gains nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 from policyspec.engines.shrink import shrink
@@ -19,6 +20,7 @@ from policyspec.model.request import GROUP_STRIDE
 from policyspec.model.state import IDLE, IN_FLIGHT
 
 __all__ = [
+    "bounded_witness",
     "drop_keys",
     "fewer_evicted",
     "legalized",
@@ -63,6 +65,25 @@ def witness(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
                     break
     small = renumbered(best)
     return small if small != best and fails(small) else best
+
+
+def bounded_witness(
+    trace: Sequence[Action], observed: Fails, unobserved: Fails, deadline: float
+) -> tuple[Action, ...]:
+    """``witness`` within a deadline (``time.monotonic()``), after which no
+    candidate is accepted and the shortest trace found stands. Replays
+    without ``get`` observation are much cheaper: when the failure shows
+    without it, shrink that way and keep the result if it fails observed
+    too; otherwise shrink observed."""
+
+    def until(fails: Fails) -> Fails:
+        return lambda candidate: time.monotonic() < deadline and fails(candidate)
+
+    if unobserved(trace):
+        small = witness(trace, until(unobserved))
+        if observed(small):
+            return small
+    return witness(trace, until(observed))
 
 
 def legalized(trace: Sequence[Action]) -> tuple[Action, ...]:

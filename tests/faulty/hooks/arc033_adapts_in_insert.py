@@ -1,10 +1,12 @@
-"""faulty: ARC-INSERT-T1 profile=arc engine=stateful also=ARC-STORE-MISS-ADAPT
+"""faulty: ARC-INSERT-T1 profile=arc engine=stateful also=ARC-STORE-MISS-ADAPT budget=30
 
 vLLM 0.33.0's ARC learning from a ghost hit in ``insert`` (just before it
 erases the ghost) instead of in ``on_store_miss``. The manager evicts
 between the two calls, so the eviction that makes room for the returning
 key still sees the old target: ARC picks the victim from the list the
-ghost hit says to spare.
+ghost hit says to spare. The stateful engine needs an eviction that makes
+a ghost, its key stored again and a later eviction the target decides:
+slower to come up than most faults, hence its budget.
 """
 
 from collections.abc import Iterable
