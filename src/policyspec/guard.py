@@ -1,0 +1,481 @@
+"""``policyspec.guard``: a ``CachePolicy`` that vLLM loads by module path
+and that wraps the policy one really wants to run, recording every call
+(spec/history.md) and, in ``check`` mode, judging the cheap MUST clauses of
+core online.
+
+vLLM 0.33 loads it with ``cache_policy="GuardPolicy"`` and
+``cache_policy_module_path="policyspec.guard"`` (the offloading connector's
+extra config keys ``eviction_policy`` / ``cache_policy_module_path``). The
+guard is configured by environment variables, because vLLM builds the
+policy as ``cls(cache_capacity=n)`` and passes nothing else:
+
+* ``POLICYSPEC_GUARD_TARGET``: the wrapped policy, ``module:Class`` or
+  ``path/to/file.py:Class`` (required);
+* ``POLICYSPEC_GUARD_MODE``: ``record`` (default) or ``check``;
+* ``POLICYSPEC_GUARD_HISTORY``: the history file (default
+  ``policyspec-history.jsonl``; a ``{pid}`` in it is replaced);
+* ``POLICYSPEC_GUARD_ON_VIOLATION``: ``log`` (default) or ``raise``;
+* ``POLICYSPEC_GUARD_MAX_BYTES`` / ``POLICYSPEC_GUARD_SEGMENTS``: the size
+  of a segment and how many are kept (rotation).
+
+The guard never changes what the wrapped policy returns or raises: it reads
+the results (never consumes an iterator: a result that is not a list is
+recorded by its type) and passes them on. In ``raise`` mode it raises
+``GuardViolation`` after the call, when the call broke a rule.
+
+A hook the wrapped policy inherits from vLLM's base class (or has not at
+all, a policy of an older revision) is carried out as the base class does
+(``on_store_miss`` and ``on_request_finished`` touch) and both the hook and
+the calls it makes are recorded, so that the history shows what the policy
+saw. Presence is judged at the manager's own ``get`` calls: the guard makes
+no call of its own, which could move the policy's state.
+"""
+
+from __future__ import annotations
+
+import atexit
+import inspect
+import json
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from policyspec.history import format as fmt
+from policyspec.history.core import CoreJudge, Violation
+from policyspec.history.writer import DEFAULT_KEEP, DEFAULT_MAX_BYTES, SegmentWriter
+
+__all__ = ["ENV", "GuardPolicy", "GuardViolation", "load_target"]
+
+try:  # vLLM's manager asserts issubclass(cls, its CachePolicy)
+    from vllm.v1.kv_offload.cpu.policies.base import CachePolicy as _Base
+except ImportError:  # pragma: no cover - depends on the installation
+    from policyspec.adapters.standins.policies import CachePolicy as _Base
+
+log = logging.getLogger("policyspec.guard")
+
+ENV = {
+    "target": "POLICYSPEC_GUARD_TARGET",
+    "mode": "POLICYSPEC_GUARD_MODE",
+    "history": "POLICYSPEC_GUARD_HISTORY",
+    "on_violation": "POLICYSPEC_GUARD_ON_VIOLATION",
+    "max_bytes": "POLICYSPEC_GUARD_MAX_BYTES",
+    "segments": "POLICYSPEC_GUARD_SEGMENTS",
+}
+"""The environment variables the guard reads (module doc)."""
+
+_BUFFER = 8192
+"""Records held before they are encoded and written."""
+_FORGET_AT = 1 << 20
+"""Key ids held before the ids of absent keys are forgotten."""
+NOT_SAME = -2
+"""Chunk id recorded for a chunk that is not the very object inserted under
+its key (a copy): the judge reads it as a wrong identity."""
+
+
+class GuardViolation(AssertionError):
+    """Raised in ``raise`` mode after a call that broke a rule."""
+
+    def __init__(self, violation: Violation) -> None:
+        super().__init__(_text(violation))
+        self.violation = violation
+
+
+def _text(v: Violation) -> str:
+    kind = "caller contract" if v.kind == "caller" else "policy"
+    return f"{v.requirement} at call {v.call:,} ({kind}): {v.message}"
+
+
+def load_target(text: str) -> type:
+    """The class ``module:Class`` or ``file.py:Class`` names (vLLM stand-ins
+    are provided while importing when vLLM is not installed)."""
+    from policyspec.adapters.target import import_target, parse_target
+
+    target = parse_target(text)
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        from policyspec.adapters import installed
+
+        with installed():
+            module = import_target(target)
+    else:
+        module = import_target(target)
+    cls = getattr(module, target.attr, None)
+    if not isinstance(cls, type):
+        raise ValueError(f"{text}: {target.attr} is not a class")
+    return cls
+
+
+def _takes(method: Callable[..., Any], count: int) -> bool:
+    """Whether a bound method accepts ``count`` positional arguments."""
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    positional = 0
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= count
+
+
+def _own(policy: object, name: str) -> bool:
+    """Whether the policy's class defines hook ``name`` itself (not vLLM's
+    base class, nor a stand-in of it)."""
+    for klass in type(policy).__mro__:
+        if name in klass.__dict__:
+            home = klass.__module__
+            return not (klass.__name__ == "CachePolicy" and (
+                home.startswith("vllm.") or home.startswith("policyspec.adapters")))
+    return False
+
+
+def _chunk_id(chunk: Any) -> int:
+    try:
+        return int(chunk.chunk_id)
+    except (AttributeError, TypeError, ValueError):
+        try:
+            return int(chunk.block_id)
+        except (AttributeError, TypeError, ValueError):
+            return fmt.NO_CHUNK
+
+
+class GuardPolicy(_Base):  # type: ignore[misc]
+    """The guard (module doc). ``target``, ``mode``, ``history``,
+    ``on_violation`` default to the environment (``ENV``)."""
+
+    def __init__(
+        self,
+        cache_capacity: int,
+        *,
+        target: str | type | None = None,
+        mode: str | None = None,
+        history: str | os.PathLike[str] | None = None,
+        on_violation: str | None = None,
+        max_bytes: int | None = None,
+        segments: int | None = None,
+    ) -> None:
+        env = os.environ.get
+        self.cache_capacity = cache_capacity
+        target = target or env(ENV["target"])
+        if not target:
+            raise ValueError(f"policyspec.guard: set {ENV['target']} to module:Class or "
+                             "file.py:Class")
+        cls = load_target(target) if isinstance(target, str) else target
+        self.target_name = target if isinstance(target, str) else f"{cls.__module__}:" \
+            f"{cls.__qualname__}"
+        self.mode = mode or env(ENV["mode"], "record")
+        if self.mode not in ("record", "check"):
+            raise ValueError(f"policyspec.guard: mode must be record or check, not {self.mode!r}")
+        self.on_violation = on_violation or env(ENV["on_violation"], "log")
+        if self.on_violation not in ("log", "raise"):
+            raise ValueError("policyspec.guard: on_violation must be log or raise, not "
+                             f"{self.on_violation!r}")
+        path = str(history or env(ENV["history"], "policyspec-history.jsonl"))
+        self.path = Path(path.replace("{pid}", str(os.getpid())))
+        self.policy = cls(cache_capacity=cache_capacity)
+        p = self.policy
+        self._get = p.get
+        self._remove = p.remove
+        self._evict = p.evict
+        self._clear = getattr(p, "clear", None)
+        self._mark_e = getattr(p, "mark_evictable", None)
+        self._mark_ne = getattr(p, "mark_non_evictable", None)
+        self._insert_ctx = _takes(p.insert, 3)
+        self._touch_ctx = _takes(p.touch, 2)
+        self._hooks = {name: getattr(p, name) for name in (
+            "on_store_miss", "on_request_access", "on_request_finished") if _own(p, name)}
+        self._ids: dict[Any, int] = {}
+        self._next_id = 0
+        self._requests: dict[Any, int] = {}
+        self._held: dict[int, Any] = {}
+        """Present keys' chunks, as the guard saw them inserted."""
+        self.generation = 0
+        self.calls = 0
+        self.violations: list[Violation] = []
+        self._buffer: list[Any] = []
+        self._thread = threading.get_ident()
+        self._threads: dict[int, int] = {self._thread: 0}
+        self._lock = threading.Lock()
+        self.judge = CoreJudge(cache_capacity, ordered=True, sink=self._violation)
+        self._online = self.mode == "check"
+        self.writer = SegmentWriter(
+            self.path, self._header,
+            max_bytes=max_bytes or int(env(ENV["max_bytes"], str(DEFAULT_MAX_BYTES))),
+            keep=segments or int(env(ENV["segments"], str(DEFAULT_KEEP))),
+        )
+        self._write_header_now()
+        _open_guards.add(self)
+
+    # -- the history -----------------------------------------------------------
+
+    def _header(self, segment: int) -> dict[str, Any]:
+        j = self.judge
+        return fmt.header(
+            capacity=self.cache_capacity, target=self.target_name, api="R9",
+            mode=self.mode, segment=segment, first_call=j.call + 1,
+            generation=j.generation, state=j.snapshot(),
+            thread=self._threads.get(self._thread, 0),
+        )
+
+    def _write_header_now(self) -> None:
+        self.writer.write("")
+
+    def _emit(self, record: list[Any], encoded: str | None = None) -> None:
+        """Buffer one record (``encoded``: its text, for the rare records
+        with strings in them) and, in check mode, judge it at once."""
+        t = threading.get_ident()
+        if t != self._thread:
+            self._switch(t)
+        self._buffer.append(record if encoded is None else encoded)
+        if self._online:
+            self.judge.feed_one(record)
+        if len(self._buffer) >= _BUFFER:
+            self.flush()
+
+    def _switch(self, t: int) -> None:
+        self._thread = t
+        number = self._threads.get(t)
+        if number is None:
+            number = self._threads[t] = len(self._threads)
+            name = threading.current_thread().name
+            self._buffer.append(fmt.dumps_record([fmt.THREAD, number, name]))
+        else:
+            self._buffer.append([fmt.THREAD, number])
+
+    def flush(self) -> None:
+        """Write the buffered records (and, in record mode, let the judge
+        see them: its state goes into the next segment's header)."""
+        with self._lock:
+            buffer, self._buffer = self._buffer, []
+            if not buffer:
+                return
+            if not self._online:
+                self.judge.feed([json.loads(r) if r.__class__ is str else r for r in buffer])
+            self.writer.write(fmt.encode_lines(buffer))
+
+    def close(self) -> None:
+        """Flush and close the history (also run at interpreter exit)."""
+        self.flush()
+        self.writer.close()
+        _open_guards.discard(self)
+
+    def _violation(self, violation: Violation) -> None:
+        if not self._online or violation.profile != "core":
+            return  # online: core's MUSTs and the caller contract only
+        self.violations.append(violation)
+        log.error("policyspec.guard: %s", _text(violation))
+        if self.on_violation == "raise":
+            raise GuardViolation(violation)
+
+    # -- ids -------------------------------------------------------------------
+
+    def _id(self, key: Any) -> int:
+        k = self._ids.get(key)
+        if k is None:
+            k = self._ids[key] = self._next_id
+            self._next_id += 1
+            if len(self._ids) > _FORGET_AT:
+                self._forget()
+        return k
+
+    def _forget(self) -> None:
+        held = self._held
+        before = len(self._ids)
+        self._ids = {key: k for key, k in self._ids.items() if k in held}
+        self._buffer.append([fmt.FORGET, before - len(self._ids)])
+
+    def _request(self, ctx: Any) -> int:
+        name = getattr(ctx, "req_id", None)
+        if name is None:
+            return -1
+        r = self._requests.get(name)
+        if r is None:
+            r = self._requests[name] = len(self._requests)
+        return r
+
+    def _raised(self, exc: BaseException, record: list[Any]) -> None:
+        raised = [fmt.RAISED, type(exc).__name__, record]
+        self._emit(raised, fmt.dumps_record(raised))
+
+    # -- the policy calls --------------------------------------------------------
+
+    def get(self, key: Any) -> Any:
+        k = self._ids.get(key)
+        if k is None:
+            k = self._id(key)
+        try:
+            chunk = self._get(key)
+        except BaseException as exc:
+            self._raised(exc, [fmt.GET, k])
+            raise
+        if chunk is None:
+            self._emit([0, k])
+        else:
+            held = self._held.get(k)
+            cid = _chunk_id(chunk) if held is None or held is chunk else NOT_SAME
+            self._emit([0, k, cid, chunk.ref_cnt])
+        return chunk
+
+    def insert(self, key: Any, chunk: Any, req_context: Any = None) -> None:
+        k = self._id(key)
+        r = self._request(req_context) if req_context is not None else -1
+        record = [fmt.INSERT, k, _chunk_id(chunk), chunk.ref_cnt, r, self.generation]
+        try:
+            if self._insert_ctx:
+                self.policy.insert(key, chunk, req_context)
+            else:
+                self.policy.insert(key, chunk)
+        except BaseException as exc:
+            self._raised(exc, record)
+            raise
+        self._held[k] = chunk
+        if chunk.ref_cnt != record[3]:
+            record.append(chunk.ref_cnt)  # the policy wrote ref_cnt
+        self._emit(record)
+
+    def remove(self, key: Any) -> None:
+        k = self._id(key)
+        try:
+            self._remove(key)
+        except BaseException as exc:
+            self._raised(exc, [fmt.REMOVE, k])
+            raise
+        self._held.pop(k, None)
+        self._emit([fmt.REMOVE, k])
+
+    def touch(self, keys: Iterable[Any], req_context: Any = None) -> None:
+        keys = keys if isinstance(keys, list | tuple) else list(keys)
+        record = [fmt.TOUCH, [self._id(key) for key in keys]]
+        try:
+            if self._touch_ctx:
+                self.policy.touch(keys, req_context)
+            else:
+                self.policy.touch(keys)
+        except BaseException as exc:
+            self._raised(exc, record)
+            raise
+        self._emit(record)
+
+    def evict(self, n: int, protected: Any) -> Any:
+        shut = [self._id(key) for key in protected]
+        try:
+            result = self._evict(n, protected)
+        except BaseException as exc:
+            self._raised(exc, [fmt.EVICT, n, shut])
+            raise
+        if result is None:
+            self._emit([fmt.EVICT, n, shut])
+            return result
+        flat: list[int] | str
+        if result.__class__ is list or result.__class__ is tuple:
+            flat = []
+            held = self._held
+            try:
+                for key, chunk in result:
+                    k = self._id(key)
+                    h = held.pop(k, None)
+                    flat += (k, _chunk_id(chunk) if h is None or h is chunk else NOT_SAME,
+                             chunk.ref_cnt)
+            except (TypeError, ValueError, AttributeError):
+                flat = f"a {type(result).__name__} whose items are not (key, chunk) pairs"
+        else:
+            flat = f"a {type(result).__name__}"
+        record = [fmt.EVICT, n, shut, flat]
+        self._emit(record, fmt.dumps_record(record) if flat.__class__ is str else None)
+        return result
+
+    def clear(self) -> None:
+        try:
+            if self._clear is not None:
+                self._clear()
+        except BaseException as exc:
+            self._raised(exc, [fmt.CLEAR])
+            raise
+        self._held.clear()
+        self._requests.clear()
+        self.generation += 1
+        self._emit([fmt.CLEAR])
+
+    def mark_evictable(self, key: Any) -> None:
+        k = self._id(key)
+        try:
+            if self._mark_e is not None:
+                self._mark_e(key)
+        except BaseException as exc:
+            self._raised(exc, [fmt.MARK_EVICTABLE, k])
+            raise
+        held = self._held.get(k)
+        self._emit([fmt.MARK_EVICTABLE, k] if held is None else [fmt.MARK_EVICTABLE, k, held.ref_cnt])
+
+    def mark_non_evictable(self, key: Any) -> None:
+        k = self._id(key)
+        try:
+            if self._mark_ne is not None:
+                self._mark_ne(key)
+        except BaseException as exc:
+            self._raised(exc, [fmt.MARK_NON_EVICTABLE, k])
+            raise
+        held = self._held.get(k)
+        self._emit([fmt.MARK_NON_EVICTABLE, k] if held is None else [fmt.MARK_NON_EVICTABLE, k, held.ref_cnt])
+
+    # -- the request hooks (vLLM 0.33) -------------------------------------------
+
+    def _hook(self, op: int, name: str, args: Sequence[Any], record: list[Any],
+              default: Callable[[], None] | None) -> None:
+        own = self._hooks.get(name)
+        try:
+            if own is not None:
+                own(*args)
+        except BaseException as exc:
+            self._raised(exc, record)
+            raise
+        self._emit(record)
+        if own is None and default is not None:
+            default()
+
+    def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
+        keys = keys if isinstance(keys, list | tuple) else list(keys)
+        record = [fmt.STORE_MISS, self._request(req_context), self.generation,
+                  [self._id(key) for key in keys]]
+        self._hook(fmt.STORE_MISS, "on_store_miss", (keys, req_context), record,
+                   lambda: self.touch(keys, req_context))
+
+    def on_request_access(self, keys: Iterable[Any], req_context: Any) -> None:
+        keys = keys if isinstance(keys, list | tuple) else list(keys)
+        record = [fmt.ACCESS, self._request(req_context), self.generation,
+                  [self._id(key) for key in keys]]
+        self._hook(fmt.ACCESS, "on_request_access", (keys, req_context), record, None)
+
+    def on_request_finished(self, key_groups: Sequence[Sequence[Any]],
+                            insertion_only_keys: Any, reused_keys: Any,
+                            req_context: Any) -> None:
+        i = self._id
+        record = [fmt.FINISH, self._request(req_context), self.generation,
+                  [[i(key) for key in group] for group in key_groups],
+                  [i(key) for key in insertion_only_keys], [i(key) for key in reused_keys]]
+
+        def default() -> None:
+            for group in key_groups:
+                self.touch(group, req_context)
+
+        self._hook(fmt.FINISH, "on_request_finished",
+                   (key_groups, insertion_only_keys, reused_keys, req_context), record, default)
+
+
+_open_guards: weakref.WeakSet[GuardPolicy] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for guard in list(_open_guards):
+        try:
+            guard.close()
+        except Exception:  # noqa: BLE001 - at exit, nothing can be done
+            log.exception("policyspec.guard: could not close %s", guard.path)
