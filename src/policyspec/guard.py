@@ -34,6 +34,8 @@ no call of its own, which could move the policy's state.
 from __future__ import annotations
 
 import atexit
+import importlib
+import importlib.util
 import inspect
 import json
 import logging
@@ -50,10 +52,20 @@ from policyspec.history.writer import DEFAULT_KEEP, DEFAULT_MAX_BYTES, SegmentWr
 
 __all__ = ["ENV", "GuardPolicy", "GuardViolation", "load_target"]
 
-try:  # vLLM's manager asserts issubclass(cls, its CachePolicy)
-    from vllm.v1.kv_offload.cpu.policies.base import CachePolicy as _Base
-except ImportError:  # pragma: no cover - depends on the installation
-    from policyspec.adapters.standins.policies import CachePolicy as _Base
+def _base() -> type:
+    """vLLM's ``CachePolicy`` when vLLM is installed (its manager asserts
+    ``issubclass(cls, CachePolicy)``), else the stand-in of it."""
+    try:
+        module = importlib.import_module("vllm.v1.kv_offload.cpu.policies.base")
+    except ImportError:
+        from policyspec.adapters.standins.policies import CachePolicy
+
+        return CachePolicy
+    found: type = module.CachePolicy
+    return found
+
+
+_Base = _base()
 
 log = logging.getLogger("policyspec.guard")
 
@@ -95,9 +107,7 @@ def load_target(text: str) -> type:
     from policyspec.adapters.target import import_target, parse_target
 
     target = parse_target(text)
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("vllm") is None:
         from policyspec.adapters import installed
 
         with installed():
@@ -146,7 +156,7 @@ def _chunk_id(chunk: Any) -> int:
             return fmt.NO_CHUNK
 
 
-class GuardPolicy(_Base):  # type: ignore[misc]
+class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
     """The guard (module doc). ``target``, ``mode``, ``history``,
     ``on_violation`` default to the environment (``ENV``)."""
 
@@ -197,9 +207,9 @@ class GuardPolicy(_Base):  # type: ignore[misc]
         self._held: dict[int, Any] = {}
         """Present keys' chunks, as the guard saw them inserted."""
         self.generation = 0
-        self.calls = 0
         self.violations: list[Violation] = []
         self._buffer: list[Any] = []
+        self._flushed = 0
         self._thread = threading.get_ident()
         self._threads: dict[int, int] = {self._thread: 0}
         self._lock = threading.Lock()
@@ -256,9 +266,15 @@ class GuardPolicy(_Base):  # type: ignore[misc]
             buffer, self._buffer = self._buffer, []
             if not buffer:
                 return
+            self._flushed += len(buffer)
             if not self._online:
                 self.judge.feed([json.loads(r) if r.__class__ is str else r for r in buffer])
             self.writer.write(fmt.encode_lines(buffer))
+
+    @property
+    def recorded(self) -> int:
+        """Records so far (calls and markers)."""
+        return self._flushed + len(self._buffer)
 
     def close(self) -> None:
         """Flush and close the history (also run at interpreter exit)."""
@@ -412,7 +428,8 @@ class GuardPolicy(_Base):  # type: ignore[misc]
             self._raised(exc, [fmt.MARK_EVICTABLE, k])
             raise
         held = self._held.get(k)
-        self._emit([fmt.MARK_EVICTABLE, k] if held is None else [fmt.MARK_EVICTABLE, k, held.ref_cnt])
+        self._emit([fmt.MARK_EVICTABLE, k] if held is None else
+                   [fmt.MARK_EVICTABLE, k, held.ref_cnt])
 
     def mark_non_evictable(self, key: Any) -> None:
         k = self._id(key)
@@ -423,7 +440,8 @@ class GuardPolicy(_Base):  # type: ignore[misc]
             self._raised(exc, [fmt.MARK_NON_EVICTABLE, k])
             raise
         held = self._held.get(k)
-        self._emit([fmt.MARK_NON_EVICTABLE, k] if held is None else [fmt.MARK_NON_EVICTABLE, k, held.ref_cnt])
+        self._emit([fmt.MARK_NON_EVICTABLE, k] if held is None else
+                   [fmt.MARK_NON_EVICTABLE, k, held.ref_cnt])
 
     # -- the request hooks (vLLM 0.33) -------------------------------------------
 
@@ -477,5 +495,5 @@ def _close_all() -> None:
     for guard in list(_open_guards):
         try:
             guard.close()
-        except Exception:  # noqa: BLE001 - at exit, nothing can be done
+        except Exception:
             log.exception("policyspec.guard: could not close %s", guard.path)

@@ -17,6 +17,7 @@ from typing import Any, Final
 from policyspec import SPEC_VERSION, __version__
 
 __all__ = [
+    "ACCESS",
     "CALL_OPS",
     "CLEAR",
     "EVICT",
@@ -36,7 +37,6 @@ __all__ = [
     "STORE_MISS",
     "THREAD",
     "TOUCH",
-    "ACCESS",
     "HistoryError",
     "dumps_record",
     "encode_lines",
