@@ -283,7 +283,8 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         _open_guards.discard(self)
 
     def _violation(self, violation: Violation) -> None:
-        if not self._online or violation.profile != "core":
+        if not self._online or violation.profile != "core" or (
+                violation.requirement in _SHOULD):
             return  # online: core's MUSTs and the caller contract only
         self.violations.append(violation)
         log.error("policyspec.guard: %s", _text(violation))
@@ -487,6 +488,13 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
                    (key_groups, insertion_only_keys, reused_keys, req_context), record, default)
 
 
+def _should_ids() -> frozenset[str]:
+    from policyspec.registry import load_registry
+
+    return frozenset(rid for rid, r in load_registry().items() if r.level == "SHOULD")
+
+
+_SHOULD = _should_ids()
 _open_guards: weakref.WeakSet[GuardPolicy] = weakref.WeakSet()
 
 

@@ -59,6 +59,7 @@ def verdict_document(verdict: Any, paths: list[str], cases: dict[str, Any]) -> d
             {"profile": p.profile,
              "verdict": "conforms" if p.conforms else ("fails" if p.first else "not judged"),
              "note": p.note, "first_failure": violation(p.first),
+             "should": [violation(v) for v in p.should],
              "window": cases.get(p.profile)}
             for p in verdict.profiles
         ],
@@ -82,9 +83,18 @@ def render(verdict: Any) -> list[str]:
             lines.append(f"{p.profile}: not judged ({p.note})")
         else:
             lines.append(f"{p.profile}: conforms" + (f" ({p.note})" if p.note else ""))
+        for v in p.should:
+            lines.append(f"  {p.profile} SHOULD: {v.requirement} at call {v.call:,}: "
+                         f"{v.message}")
     c = verdict.caller
-    lines.append("caller contract: kept" if c is None else
-                 f"caller contract: broken, {c.requirement} at call {c.call:,}: {c.message}")
+    if c is None:
+        lines.append("caller contract: kept")
+    else:
+        failed = [p.first.call for p in verdict.profiles if p.first is not None]
+        after = (f" (after the policy's first failure at call {min(failed):,}: it may "
+                 "follow from it)") if failed and min(failed) < c.call else ""
+        lines.append(f"caller contract: broken, {c.requirement} at call {c.call:,}{after}: "
+                     f"{c.message}")
     return lines
 
 

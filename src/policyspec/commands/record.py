@@ -7,6 +7,7 @@ server."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from typing import Any
@@ -42,6 +43,15 @@ def add_parser(sub: Any) -> None:
 def record(target: str, out: str, *, calls: int, seed: int = 0, capacity: int = 32,
            mode: str = "record", two_threads: bool = False) -> tuple[Any, BaseException | None]:
     """The guard after the run, and what stopped it early (None: nothing)."""
+    from policyspec.adapters import installed
+
+    with installed():  # vLLM stand-ins for the whole run when vLLM is missing
+        return _record(target, out, calls=calls, seed=seed, capacity=capacity, mode=mode,
+                       two_threads=two_threads)
+
+
+def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode: str,
+            two_threads: bool) -> tuple[Any, BaseException | None]:
     from policyspec.guard import GuardPolicy
     from policyspec.vllm_manager import OffloadingManagerEmulation
     from policyspec.vllm_traffic import TrafficConfig, drive
@@ -53,13 +63,21 @@ def record(target: str, out: str, *, calls: int, seed: int = 0, capacity: int = 
     try:
         while guard.recorded < calls:
             drive(manager, TrafficConfig(seed=seed * 100_003 + round_, requests=200,
-                                         two_threads=two_threads))
+                                         two_threads=two_threads),
+                  req_context_type=functools.partial(_context, round_))
             round_ += 1
     except Exception as exc:
         stopped = exc
     finally:
         guard.close()
     return guard, stopped
+
+
+def _context(round_: int, req_id: str) -> Any:
+    """Request ids unique over the rounds (each round numbers its own)."""
+    from policyspec.adapters.standins.keys import ReqContext
+
+    return ReqContext(f"{round_}-{req_id}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -361,6 +361,12 @@ class CoreJudge:
                 seen["EVICT-LIVENESS"] += 1
                 self._policy("EVICT-LIVENESS", f"evict({n}, {_keys(protected)}) returned None "
                              f"while {eligible} keys were eligible; the spec asks for {n}")
+                if self.ordered and not self.lru_failed:
+                    seen["LRU-LIVENESS"] += 1
+                    self.lru_failed = True
+                    self._policy("LRU-LIVENESS", f"evict({n}, {_keys(protected)}) returned "
+                                 f"None while {eligible} keys were eligible; the lru profile "
+                                 f"evicts {n} of them", profile="lru")
             elif self.ordered:
                 seen["LRU-EVICT-ORDER"] += 1
             return

@@ -48,6 +48,8 @@ class ProfileVerdict:
     """False when the history did not let the judge observe this
     profile's own requirements (an lru verdict needs a compared eviction)."""
     note: str = ""
+    should: list[Violation] = field(default_factory=list)
+    """SHOULD ids broken (the first of each): reported, not failing."""
 
     @property
     def conforms(self) -> bool:
@@ -159,7 +161,13 @@ def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] = JUDGED_PR
     if judge is None:
         raise fmt.HistoryError("no history file given")
     found = list(judge.first.values())
-    policy = sorted((v for v in found if v.kind == "policy"), key=lambda v: v.call)
+    levels = _levels()
+    musts = sorted((v for v in found if v.kind == "policy" and levels.get(v.requirement) !=
+                    "SHOULD"), key=lambda v: v.call)
+    shoulds = sorted((v for v in found if v.kind == "policy" and levels.get(v.requirement) ==
+                      "SHOULD"), key=lambda v: v.call)
+    policy = [_presence_culprit(files, v) if v.requirement == "GET-ABSENT" else v
+              for v in musts]
     caller = min((v for v in found if v.kind == "caller"), key=lambda v: v.call, default=None)
     verdicts: list[ProfileVerdict] = []
     for name in profiles:
@@ -169,7 +177,8 @@ def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] = JUDGED_PR
             continue
         allowed = ("core",) if name == "core" else ("core", name)
         first = next((v for v in policy if v.profile in allowed), None)
-        verdict = ProfileVerdict(name, first)
+        verdict = ProfileVerdict(name, first, should=[v for v in shoulds
+                                                    if v.profile in allowed])
         if name == "lru" and first is None and not judge.seen.get("LRU-EVICT-ORDER"):
             verdict.judged = False
             verdict.note = "no eviction was compared with the seed LRU's order"
@@ -178,6 +187,58 @@ def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] = JUDGED_PR
         verdicts.append(verdict)
     return Verdict(judge.call + 1 - first_header.get("first_call", 0), verdicts, caller,
                    first_header, dict(judge.seen), dict(judge.counts), gaps)
+
+
+def _levels() -> dict[str, str]:
+    from policyspec.registry import load_registry
+
+    return {rid: r.level for rid, r in load_registry().items()}
+
+
+def _presence_culprit(files: Sequence[Path], violation: Violation) -> Violation:
+    """A present key that ``get`` no longer finds was lost by some call
+    after the last one that showed it present; the likely one is the last
+    call that named the key (its presence requirement,
+    ``model.step.PRESENCE_REQUIREMENT``). Found in a second pass over the
+    files, only for such a failure."""
+    from dataclasses import replace
+
+    from policyspec.model.step import PRESENCE_REQUIREMENT
+
+    k, end = violation.key, violation.call
+    if k is None:
+        return violation
+    last: str | None = None
+    call = -1
+    for header, records in read_segments(files):
+        call = header.get("first_call", call + 1) - 1
+        for rec in records:
+            op = rec[0]
+            if op in fmt.MARKERS:
+                continue
+            call += 1
+            if call >= end:
+                break
+            if op == fmt.RAISED:
+                rec, op = rec[2], rec[2][0]
+            if op == fmt.GET:
+                continue
+            if op == fmt.TOUCH:
+                named = k in rec[1]
+            elif op in fmt.HOOK_OPS or op in (fmt.EVICT, fmt.CLEAR):
+                named = False  # they name whole requests: a hint too weak to blame
+            else:
+                named = rec[1] == k
+            if named:
+                last = fmt.op_name(op)
+        if call >= end:
+            break
+    if last is None or last not in PRESENCE_REQUIREMENT:
+        return violation
+    rid = PRESENCE_REQUIREMENT[last]
+    return replace(violation, culprit=rid, message=violation.message + f"; the last call "
+                   f"naming key {k} was {last}: likely {rid} (a reading of the history, not "
+                   "a proof)")
 
 
 # -- the window, as a vector case ---------------------------------------------
