@@ -115,14 +115,12 @@ class CoreJudge:
         self.requests: dict[int, _Request] = {}
         self.finished = bytearray()
         """One bit per request id: finished in this generation."""
-        self.gone: OrderedDict[int, tuple[str, int, int]] = OrderedDict()
+        self.gone: dict[int, tuple[str, int, int]] = {}
         """Recently absent keys: (op that removed it, its call, chunk id)."""
         self.cleared: tuple[int, dict[int, int]] = (-1, {})
         """The last clear's call and the chunk ids present before it."""
         self.first: dict[str, Violation] = {}
         self.counts: Counter[str] = Counter()
-        self.ops = [0] * len(fmt.OPS)
-        """Records seen, by code."""
         self.seen = Counter[str]()
         """What the history let the judge observe (``exercised``)."""
         self.lru_failed = False
@@ -168,16 +166,24 @@ class CoreJudge:
     # -- the stream ------------------------------------------------------------
 
     def feed(self, records: Iterable[Sequence[Any]]) -> None:
-        """Judge records in order (module doc). The hot loop: gets are
-        judged inline, the rest by one method each."""
-        refs_get = self.refs.get
+        """Judge records in order (module doc). The hot loop: the common
+        case of get, insert, mark_* and (without ``ordered``) touch is
+        judged inline; anything else, and every violation, by the method
+        of its operation."""
+        refs = self.refs
+        refs_get = refs.get
         cids = self.cids
-        ops = self.ops
+        idle = self.idle
+        ordered = self.ordered
+        capacity = self.capacity if self.capacity is not None else 1 << 62
+        gone = self.gone
+        handlers = _HANDLERS
+        markers = _MARKER_CODES
+        marked = 0
         call = self.call
         try:
             for rec in records:
                 op = rec[0]
-                ops[op] += 1
                 if op == 0:  # get
                     call += 1
                     ref = refs_get(rec[1])
@@ -194,13 +200,40 @@ class CoreJudge:
                         self.call = call
                         self._wrong_chunk(rec[1], rec[2], rec[3], ref)
                     continue
-                if op in _MARKER_CODES:
-                    continue
                 call += 1
+                if op == 6:  # mark_evictable
+                    k = rec[1]
+                    if k in refs and k not in idle and (len(rec) < 3 or rec[2] == 0):
+                        refs[k] = 0
+                        idle[k] = 6
+                        marked += 1
+                        continue
+                elif op == 1:  # insert, in flight, by the manager
+                    k = rec[1]
+                    if (rec[3] == -1 and len(rec) == 6 and k not in refs
+                            and len(refs) < capacity and rec[5] == self.generation):
+                        refs[k] = -1
+                        cids[k] = rec[2]
+                        if k in gone:
+                            del gone[k]
+                        continue
+                elif op == 7:  # mark_non_evictable
+                    k = rec[1]
+                    if k in idle and (len(rec) < 3 or rec[2] == 0):
+                        del idle[k]
+                        refs[k] = 1
+                        continue
+                elif op == 3 and not ordered:
+                    continue  # a touch moves nothing core keeps
+                elif op in markers:
+                    call -= 1
+                    continue
                 self.call = call
-                _HANDLERS[op](self, rec)
+                handlers[op](self, rec)
         finally:
             self.call = call
+            if marked and ordered:
+                self.seen["LRU-MARK-RECENCY"] += marked
 
     def feed_one(self, record: Sequence[Any]) -> None:
         self.feed((record,))
@@ -283,9 +316,10 @@ class CoreJudge:
 
     def _forget(self, k: int, op: str) -> None:
         gone = self.gone
+        gone.pop(k, None)  # re-entered at the end: the oldest go first
         gone[k] = (op, self.call, self.cids.pop(k))
         if len(gone) > _GONE_LIMIT:
-            gone.popitem(last=False)
+            del gone[next(iter(gone))]
         del self.refs[k]
         self.idle.pop(k, None)
 
@@ -377,9 +411,10 @@ class CoreJudge:
                          "the spec requires None or a list of (key, chunk) pairs")
             return
         victims = result[0::3]
-        for rid in ("EVICT-EXACT-N", "EVICT-IDLE-ONLY", "EVICT-IDENTITY"):
-            seen[rid] += 1
-        if any(k in idle for k in shut):
+        seen["EVICT-EXACT-N"] += 1
+        seen["EVICT-IDLE-ONLY"] += 1
+        seen["EVICT-IDENTITY"] += 1
+        if shut and not idle.keys().isdisjoint(shut):
             seen["EVICT-UNPROTECTED"] += 1
         if len(idle) < len(self.refs):
             seen["INSERT-IN-FLIGHT-NOT-ELIGIBLE"] += 1
@@ -393,14 +428,27 @@ class CoreJudge:
             self._check_victims(n, protected, shut, result)
         if self.ordered and not self.lru_failed:
             self._lru_order(n, shut, victims)
+        refs, cids, gone, call = self.refs, self.cids, self.gone, self.call
         for k in victims:
-            if k in self.refs:
-                self._forget(k, "evict")
+            if k in refs:
+                gone.pop(k, None)
+                gone[k] = ("evict", call, cids.pop(k))
+                del refs[k]
+                idle.pop(k, None)
+        while len(gone) > _GONE_LIMIT:
+            del gone[next(iter(gone))]
 
     def _check_victims(
         self, n: int, protected: Sequence[int], shut: set[int], result: Sequence[int]
     ) -> None:
         idle, cids = self.idle, self.cids
+        if (
+            (not shut or shut.isdisjoint(result[0::3]))
+            and all(k in idle for k in result[0::3])
+            and [cids[k] for k in result[0::3]] == result[1::3]
+            and not any(result[2::3])
+        ):
+            return  # the common case, judged at C speed
         call = f"evict({n}, {_keys(protected)})"
         for i in range(0, len(result), 3):
             k, cid, ref = result[i], result[i + 1], result[i + 2]
@@ -489,16 +537,16 @@ class CoreJudge:
         if request is None:
             return
         keys = rec[3]
-        refs = self.refs
+        distinct = set(keys)
         missed = request.missed
         if (
-            not keys or len(set(keys)) != len(keys)
-            or any(k in refs or k in missed for k in keys)
+            not keys or len(distinct) != len(keys)
+            or not self.refs.keys().isdisjoint(distinct) or not missed.isdisjoint(distinct)
         ):
             self._caller("can_store_miss", f"on_store_miss({_keys(keys)}) of request "
                          f"{rec[1]}: the manager reports distinct absent keys, each once per "
                          "request")
-        missed.update(keys)
+        missed |= distinct
 
     def _access(self, rec: Sequence[Any]) -> None:
         request = self._request(rec)
@@ -506,10 +554,11 @@ class CoreJudge:
             return
         keys = rec[3]
         seen = request.seen
-        if not keys or len(set(keys)) != len(keys) or any(k in seen for k in keys):
+        distinct = set(keys)
+        if not keys or len(distinct) != len(keys) or not seen.isdisjoint(distinct):
             self._caller("can_access", f"on_request_access({_keys(keys)}) of request {rec[1]}: "
                          "the manager reports each key once per request, and only new ones")
-        seen.update(keys)
+        seen |= distinct
 
     def _finish(self, rec: Sequence[Any]) -> None:
         if self._request(rec) is None:
