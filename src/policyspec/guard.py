@@ -37,7 +37,6 @@ import atexit
 import importlib
 import importlib.util
 import inspect
-import json
 import logging
 import os
 import threading
@@ -79,6 +78,7 @@ ENV = {
 }
 """The environment variables the guard reads (module doc)."""
 
+_get_ident = threading.get_ident
 _BUFFER = 8192
 """Records held before they are encoded and written."""
 _FORGET_AT = 1 << 20
@@ -206,6 +206,12 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._requests: dict[Any, int] = {}
         self._held: dict[int, Any] = {}
         """Present keys' chunks, as the guard saw them inserted."""
+        self._cids: dict[int, int] = {}
+        self._idle: dict[int, None] = {}
+        """Idle keys in the seed LRU's order (for a segment header's state)."""
+        self._pinned: set[int] = set()
+        self._calls = 0
+        self._markers = 0
         self.generation = 0
         self.violations: list[Violation] = []
         self._buffer: list[Any] = []
@@ -213,8 +219,11 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._thread = threading.get_ident()
         self._threads: dict[int, int] = {self._thread: 0}
         self._lock = threading.Lock()
-        self.judge = CoreJudge(cache_capacity, ordered=True, sink=self._violation)
         self._online = self.mode == "check"
+        self.judge = CoreJudge(cache_capacity, ordered=True, sink=self._violation)
+        """Judges every call online in check mode; idle in record mode (its
+        work would double the guard's cost: the guard's own few maps give
+        the headers' state)."""
         self.writer = SegmentWriter(
             self.path, self._header,
             max_bytes=max_bytes or int(env(ENV["max_bytes"], str(DEFAULT_MAX_BYTES))),
@@ -226,11 +235,14 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
     # -- the history -----------------------------------------------------------
 
     def _header(self, segment: int) -> dict[str, Any]:
-        j = self.judge
+        flat: list[int] = []
+        idle, pinned, cids = self._idle, self._pinned, self._cids
+        for k in self._held:
+            flat += (k, cids[k], 0 if k in idle else (1 if k in pinned else -1))
         return fmt.header(
             capacity=self.cache_capacity, target=self.target_name, api="R9",
-            mode=self.mode, segment=segment, first_call=j.call + 1,
-            generation=j.generation, state=j.snapshot(),
+            mode=self.mode, segment=segment, first_call=self._calls,
+            generation=self.generation, state={"keys": flat, "idle": list(idle)},
             thread=self._threads.get(self._thread, 0),
         )
 
@@ -240,13 +252,13 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
     def _emit(self, record: list[Any], encoded: str | None = None) -> None:
         """Buffer one record (``encoded``: its text, for the rare records
         with strings in them) and, in check mode, judge it at once."""
-        t = threading.get_ident()
-        if t != self._thread:
-            self._switch(t)
-        self._buffer.append(record if encoded is None else encoded)
+        if _get_ident() != self._thread:
+            self._switch(_get_ident())
+        buffer = self._buffer
+        buffer.append(record if encoded is None else encoded)
         if self._online:
             self.judge.feed_one(record)
-        if len(self._buffer) >= _BUFFER:
+        if len(buffer) >= _BUFFER:
             self.flush()
 
     def _switch(self, t: int) -> None:
@@ -258,18 +270,24 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._buffer.append(fmt.dumps_record([fmt.THREAD, number, name]))
         else:
             self._buffer.append([fmt.THREAD, number])
+        self._markers += 1
 
     def flush(self) -> None:
-        """Write the buffered records (and, in record mode, let the judge
-        see them: its state goes into the next segment's header)."""
+        """Write the buffered records (a segment that fills up rotates
+        here, its successor's header made from the guard's maps)."""
         with self._lock:
             buffer, self._buffer = self._buffer, []
             if not buffer:
                 return
             self._flushed += len(buffer)
-            if not self._online:
-                self.judge.feed([json.loads(r) if r.__class__ is str else r for r in buffer])
+            self._calls += len(buffer) - self._markers
+            self._markers = 0
             self.writer.write(fmt.encode_lines(buffer))
+
+    @property
+    def calls(self) -> int:
+        """Policy calls so far (records that are not markers)."""
+        return self._calls + len(self._buffer) - self._markers
 
     @property
     def recorded(self) -> int:
@@ -307,6 +325,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         before = len(self._ids)
         self._ids = {key: k for key, k in self._ids.items() if k in held}
         self._buffer.append([fmt.FORGET, before - len(self._ids)])
+        self._markers += 1
 
     def _request(self, ctx: Any) -> int:
         name = getattr(ctx, "req_id", None)
@@ -328,22 +347,29 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         if k is None:
             k = self._id(key)
         try:
-            chunk = self._get(key)
+            chunk: Any = self._get(key)
         except BaseException as exc:
             self._raised(exc, [fmt.GET, k])
             raise
         if chunk is None:
             self._emit([0, k])
         else:
-            held = self._held.get(k)
-            cid = _chunk_id(chunk) if held is None or held is chunk else NOT_SAME
-            self._emit([0, k, cid, chunk.ref_cnt])
+            held: Any = self._held.get(k)
+            if held is chunk:
+                self._emit([0, k, self._cids[k], chunk.ref_cnt])
+            else:
+                self._emit([0, k, NOT_SAME if held is not None else _chunk_id(chunk),
+                            chunk.ref_cnt])
         return chunk
 
     def insert(self, key: Any, chunk: Any, req_context: Any = None) -> None:
-        k = self._id(key)
+        k = self._ids.get(key)
+        if k is None:
+            k = self._id(key)
         r = self._request(req_context) if req_context is not None else -1
-        record = [fmt.INSERT, k, _chunk_id(chunk), chunk.ref_cnt, r, self.generation]
+        cid = _chunk_id(chunk)
+        ref = chunk.ref_cnt
+        record = [fmt.INSERT, k, cid, ref, r, self.generation]
         try:
             if self._insert_ctx:
                 self.policy.insert(key, chunk, req_context)
@@ -353,9 +379,18 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._raised(exc, record)
             raise
         self._held[k] = chunk
-        if chunk.ref_cnt != record[3]:
+        self._cids[k] = cid
+        if ref == 0:
+            self._idle[k] = None
+        if chunk.ref_cnt != ref:
             record.append(chunk.ref_cnt)  # the policy wrote ref_cnt
         self._emit(record)
+
+    def _gone(self, k: int) -> None:
+        if self._held.pop(k, None) is not None:
+            del self._cids[k]
+            self._idle.pop(k, None)
+            self._pinned.discard(k)
 
     def remove(self, key: Any) -> None:
         k = self._id(key)
@@ -364,12 +399,14 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         except BaseException as exc:
             self._raised(exc, [fmt.REMOVE, k])
             raise
-        self._held.pop(k, None)
+        self._gone(k)
         self._emit([fmt.REMOVE, k])
 
     def touch(self, keys: Iterable[Any], req_context: Any = None) -> None:
         keys = keys if isinstance(keys, list | tuple) else list(keys)
-        record = [fmt.TOUCH, [self._id(key) for key in keys]]
+        ids = self._ids
+        touched = [ids[key] if key in ids else self._id(key) for key in keys]
+        record = [fmt.TOUCH, touched]
         try:
             if self._touch_ctx:
                 self.policy.touch(keys, req_context)
@@ -378,10 +415,17 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         except BaseException as exc:
             self._raised(exc, record)
             raise
+        idle = self._idle
+        if idle:
+            for k in reversed(touched):
+                if k in idle:
+                    del idle[k]
+                    idle[k] = None
         self._emit(record)
 
     def evict(self, n: int, protected: Any) -> Any:
-        shut = [self._id(key) for key in protected]
+        ids = self._ids
+        shut = [ids[key] if key in ids else self._id(key) for key in protected]
         try:
             result = self._evict(n, protected)
         except BaseException as exc:
@@ -393,13 +437,14 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         flat: list[int] | str
         if result.__class__ is list or result.__class__ is tuple:
             flat = []
-            held = self._held
+            held, cids = self._held, self._cids
             try:
                 for key, chunk in result:
                     k = self._id(key)
-                    h = held.pop(k, None)
-                    flat += (k, _chunk_id(chunk) if h is None or h is chunk else NOT_SAME,
-                             chunk.ref_cnt)
+                    h = held.get(k)
+                    flat += (k, cids[k] if h is chunk else (
+                        _chunk_id(chunk) if h is None else NOT_SAME), chunk.ref_cnt)
+                    self._gone(k)
             except (TypeError, ValueError, AttributeError):
                 flat = f"a {type(result).__name__} whose items are not (key, chunk) pairs"
         else:
@@ -415,13 +460,15 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         except BaseException as exc:
             self._raised(exc, [fmt.CLEAR])
             raise
-        self._held.clear()
-        self._requests.clear()
+        for table in (self._held, self._cids, self._idle, self._pinned, self._requests):
+            table.clear()
         self.generation += 1
         self._emit([fmt.CLEAR])
 
     def mark_evictable(self, key: Any) -> None:
-        k = self._id(key)
+        k = self._ids.get(key)
+        if k is None:
+            k = self._id(key)
         try:
             if self._mark_e is not None:
                 self._mark_e(key)
@@ -429,11 +476,19 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._raised(exc, [fmt.MARK_EVICTABLE, k])
             raise
         held = self._held.get(k)
-        self._emit([fmt.MARK_EVICTABLE, k] if held is None else
-                   [fmt.MARK_EVICTABLE, k, held.ref_cnt])
+        if held is None:
+            self._emit([fmt.MARK_EVICTABLE, k])
+            return
+        idle = self._idle
+        if k not in idle:  # an idle key keeps its place (the caller breaks C3)
+            idle[k] = None
+            self._pinned.discard(k)
+        self._emit([fmt.MARK_EVICTABLE, k, held.ref_cnt])
 
     def mark_non_evictable(self, key: Any) -> None:
-        k = self._id(key)
+        k = self._ids.get(key)
+        if k is None:
+            k = self._id(key)
         try:
             if self._mark_ne is not None:
                 self._mark_ne(key)
@@ -441,8 +496,12 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._raised(exc, [fmt.MARK_NON_EVICTABLE, k])
             raise
         held = self._held.get(k)
-        self._emit([fmt.MARK_NON_EVICTABLE, k] if held is None else
-                   [fmt.MARK_NON_EVICTABLE, k, held.ref_cnt])
+        if held is None:
+            self._emit([fmt.MARK_NON_EVICTABLE, k])
+            return
+        if self._idle.pop(k, 0) is None:
+            self._pinned.add(k)
+        self._emit([fmt.MARK_NON_EVICTABLE, k, held.ref_cnt])
 
     # -- the request hooks (vLLM 0.33) -------------------------------------------
 

@@ -37,8 +37,9 @@ JUDGED_PROFILES = ("core", "lru")
 """Profiles the streaming judge has a model of (others are reported as not
 judged, never as conforming)."""
 
-_CHUNK = 1 << 22
-"""Bytes of lines parsed by one ``json.loads``."""
+_CHUNK = 1 << 20
+"""Bytes of lines parsed by one ``json.loads`` (its records are what the
+judge holds at once: about 60,000)."""
 
 
 @dataclass
