@@ -177,6 +177,7 @@ class CoreJudge:
         ordered = self.ordered
         capacity = self.capacity if self.capacity is not None else 1 << 62
         gone = self.gone
+        requests_get = self.requests.get
         handlers = _HANDLERS
         markers = _MARKER_CODES
         marked = 0
@@ -225,6 +226,20 @@ class CoreJudge:
                         continue
                 elif op == 3 and not ordered:
                     continue  # a touch moves nothing core keeps
+                elif (op == 9 or op == 8) and rec[2] == self.generation:
+                    request = requests_get(rec[1])  # a request met before, not finished
+                    keys = rec[3]
+                    if request is not None and keys:
+                        distinct = set(keys)
+                        if len(distinct) == len(keys):
+                            if op == 9:
+                                if request.seen.isdisjoint(distinct):
+                                    request.seen |= distinct
+                                    continue
+                            elif (request.missed.isdisjoint(distinct)
+                                  and refs.keys().isdisjoint(distinct)):
+                                request.missed |= distinct
+                                continue
                 elif op in markers:
                     call -= 1
                     continue
