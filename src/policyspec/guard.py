@@ -204,12 +204,18 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._ids: dict[Any, int] = {}
         self._next_id = 0
         self._requests: dict[Any, int] = {}
+        """Request ids by ``req_id``, for the whole history (a request that
+        runs across a reset keeps its number, as the model keeps its
+        positions)."""
+        self._next_request = 0
         self._held: dict[int, Any] = {}
         """Present keys' chunks, as the guard saw them inserted."""
         self._cids: dict[int, int] = {}
         self._idle: dict[int, None] = {}
         """Idle keys in the seed LRU's order (for a segment header's state)."""
         self._pinned: set[int] = set()
+        self._positions: dict[int, dict[int, int]] = {}
+        """Per request, the key positions already written (``POSITIONS``)."""
         self._calls = 0
         self._markers = 0
         self.generation = 0
@@ -333,8 +339,34 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             return -1
         r = self._requests.get(name)
         if r is None:
-            r = self._requests[name] = len(self._requests)
+            r = self._requests[name] = self._next_request
+            self._next_request += 1
+            if len(self._requests) > _FORGET_AT:  # the oldest requests are long finished
+                for old in list(self._requests)[:_FORGET_AT // 2]:
+                    del self._requests[old]
         return r
+
+    def _place(self, r: int, keys: Iterable[Any], ctx: Any) -> None:
+        """Write the positions the scheduler gave ``keys`` in request ``r``
+        that the history does not hold yet (a ``POSITIONS`` marker)."""
+        where = getattr(ctx, "get_offload_key_position", None)
+        if where is None:
+            return
+        known = self._positions.get(r)
+        if known is None:
+            known = self._positions[r] = {}
+        new: list[int] = []
+        ids = self._ids
+        for key in keys:
+            position = where(key)
+            if position is not None:
+                k = ids[key] if key in ids else self._id(key)
+                if known.get(k) != position:
+                    known[k] = position
+                    new += (k, position)
+        if new:
+            self._buffer.append([fmt.POSITIONS, r, new])
+            self._markers += 1
 
     def _raised(self, exc: BaseException, record: list[Any]) -> None:
         raised = [fmt.RAISED, type(exc).__name__, record]
@@ -374,7 +406,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         k = self._ids.get(key)
         if k is None:
             k = self._id(key)
-        r = self._request(req_context) if req_context is not None else -1
+        r = -1
+        if req_context is not None:
+            r = self._request(req_context)
+            self._place(r, (key,), req_context)
         cid = _chunk_id(chunk)
         ref = chunk.ref_cnt
         record = [fmt.INSERT, k, cid, ref, r, self.generation]
@@ -468,7 +503,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         except BaseException as exc:
             self._raised(exc, [fmt.CLEAR])
             raise
-        for table in (self._held, self._cids, self._idle, self._pinned, self._requests):
+        for table in (self._held, self._cids, self._idle, self._pinned, self._positions):
             table.clear()
         self.generation += 1
         self._emit([fmt.CLEAR])
@@ -528,22 +563,27 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
 
     def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
         keys = keys if isinstance(keys, list | tuple) else list(keys)
-        record = [fmt.STORE_MISS, self._request(req_context), self.generation,
-                  [self._id(key) for key in keys]]
+        r = self._request(req_context)
+        self._place(r, keys, req_context)
+        record = [fmt.STORE_MISS, r, self.generation, [self._id(key) for key in keys]]
         self._hook(fmt.STORE_MISS, "on_store_miss", (keys, req_context), record,
                    lambda: self.touch(keys, req_context))
 
     def on_request_access(self, keys: Iterable[Any], req_context: Any) -> None:
         keys = keys if isinstance(keys, list | tuple) else list(keys)
-        record = [fmt.ACCESS, self._request(req_context), self.generation,
-                  [self._id(key) for key in keys]]
+        r = self._request(req_context)
+        self._place(r, keys, req_context)
+        record = [fmt.ACCESS, r, self.generation, [self._id(key) for key in keys]]
         self._hook(fmt.ACCESS, "on_request_access", (keys, req_context), record, None)
 
     def on_request_finished(self, key_groups: Sequence[Sequence[Any]],
                             insertion_only_keys: Any, reused_keys: Any,
                             req_context: Any) -> None:
         i = self._id
-        record = [fmt.FINISH, self._request(req_context), self.generation,
+        r = self._request(req_context)
+        for group in key_groups:
+            self._place(r, group, req_context)
+        record = [fmt.FINISH, r, self.generation,
                   [[i(key) for key in group] for group in key_groups],
                   [i(key) for key in insertion_only_keys], [i(key) for key in reused_keys]]
 
@@ -553,6 +593,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
 
         self._hook(fmt.FINISH, "on_request_finished",
                    (key_groups, insertion_only_keys, reused_keys, req_context), record, default)
+        self._positions.pop(r, None)
 
 
 def _should_ids() -> frozenset[str]:

@@ -100,7 +100,7 @@ def render(verdict: Any) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from policyspec.history.format import HistoryError
-    from policyspec.history.judge import JUDGED_PROFILES, judge_paths, window_case
+    from policyspec.history.judge import IN_PLACE, JUDGED_PROFILES, judge_paths, window_case
     from policyspec.profiles import get_profile
 
     profiles: tuple[str, ...] = JUDGED_PROFILES
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         verdict = judge_paths(args.paths, profiles)
         cases: dict[str, Any] = {}
         for p in verdict.profiles:
-            if p.first is not None:
+            if p.first is not None and p.first.profile in IN_PLACE:
                 cases[p.profile] = window_case(args.paths, p.first, window=args.window,
                                                name=f"history-{p.profile}-{p.first.requirement}"
                                                f"-call-{p.first.call}")

@@ -31,6 +31,7 @@ __all__ = [
     "MARK_NON_EVICTABLE",
     "NO_CHUNK",
     "OPS",
+    "POSITIONS",
     "RAISED",
     "REMOVE",
     "SCHEMA",
@@ -67,18 +68,23 @@ RAISED: Final = 12
 FORGET: Final = 13
 """Marker: the recorder forgot the ids of keys that were absent
 (``[13, count]``); ids are never reused."""
+POSITIONS: Final = 14
+"""Marker: the scheduler placed keys of a request (``[14, request, [k,
+position, k, position, ...]]``, end-token positions from its ReqContext),
+written before the call that first shows them: a caller write, like
+``set_positions`` in the model."""
 
 OPS: Final = (
     "get", "insert", "remove", "touch", "evict", "clear", "mark_evictable",
     "mark_non_evictable", "on_store_miss", "on_request_access", "on_request_finished",
-    "thread", "raised", "forget",
+    "thread", "raised", "forget", "positions",
 )
 """Operation (and marker) names by code; every header lists them."""
 
 CALL_OPS: Final = frozenset({GET, INSERT, REMOVE, TOUCH, EVICT, CLEAR, MARK_EVICTABLE,
                              MARK_NON_EVICTABLE, STORE_MISS, ACCESS, FINISH, RAISED})
 """Records that are policy calls (and count as one call each)."""
-MARKERS: Final = frozenset({THREAD, FORGET})
+MARKERS: Final = frozenset({THREAD, FORGET, POSITIONS})
 HOOK_OPS: Final = frozenset({STORE_MISS, ACCESS, FINISH})
 
 NO_CHUNK: Final = -1

@@ -22,8 +22,11 @@ from typing import IO, Any
 
 from policyspec.history import format as fmt
 from policyspec.history.core import CoreJudge, Violation
+from policyspec.history.model_judge import ModelJudge
+from policyspec.profiles import get_profile
 
 __all__ = [
+    "IN_PLACE",
     "JUDGED_PROFILES",
     "ProfileVerdict",
     "Verdict",
@@ -33,9 +36,13 @@ __all__ = [
     "window_case",
 ]
 
-JUDGED_PROFILES = ("core", "lru")
-"""Profiles the streaming judge has a model of (others are reported as not
-judged, never as conforming)."""
+JUDGED_PROFILES = ("core", "lru", "lru-0.33", "arc")
+"""The profiles judged when none is named: core and the seed LRU in place
+(``CoreJudge``), vLLM 0.33's LRU and ARC through their models
+(``ModelJudge``). Any other profile with a refinement can be named."""
+
+IN_PLACE = ("core", "lru")
+"""Profiles ``CoreJudge`` judges in place (and whose failures get a window)."""
 
 _CHUNK = 1 << 20
 """Bytes of lines parsed by one ``json.loads`` (its records are what the
@@ -71,7 +78,13 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return self.caller is None and all(p.first is None for p in self.profiles)
+        """The verdict of the gate: the first profile asked (core by
+        default, the one profile of ``--profile``) holds, and the caller
+        kept its contract. The other profiles say which exact models the
+        history rules out (Elle's "which consistency models hold"); a
+        policy need not be any of them."""
+        gate = self.profiles[0] if self.profiles else None
+        return self.caller is None and gate is not None and gate.first is None
 
 
 def segments_of(paths: Sequence[str | Path]) -> list[Path]:
@@ -190,10 +203,24 @@ def _judge_paths(paths: Sequence[str | Path], profiles: Sequence[str]) -> Verdic
     judge: CoreJudge | None = None
     first_header: dict[str, Any] = {}
     gaps: list[str] = []
+    models: dict[str, ModelJudge] = {}
+    unjudged: dict[str, str] = {}
+    for name in profiles:
+        if name in IN_PLACE:
+            continue
+        try:
+            profile = get_profile(name)
+        except ValueError as exc:
+            unjudged[name] = str(exc)
+            continue
+        if profile.refinement is None:
+            unjudged[name] = "no refinement: its requirements are not about one history"
     for header, batches in read_segments(files, batches=True):
         if judge is None:
             judge = _judge(header, ordered=ordered)
             first_header = header
+            models = {name: ModelJudge(get_profile(name), header) for name in profiles
+                      if name not in IN_PLACE and name not in unjudged}
         elif header.get("first_call", judge.call + 1) != judge.call + 1:
             gaps.append(f"segment {header.get('segment')} starts at call "
                         f"{header.get('first_call')}, the one before ended at {judge.call}: "
@@ -201,8 +228,13 @@ def _judge_paths(paths: Sequence[str | Path], profiles: Sequence[str]) -> Verdic
             fresh = _judge(header, ordered=ordered)
             fresh.first, fresh.counts, fresh.seen = judge.first, judge.counts, judge.seen
             judge = fresh
+            for model in models.values():
+                if model.stopped is None:
+                    model.stopped = f"calls are missing before call {header.get('first_call')}"
         for batch in batches:
             judge.feed(batch)
+            for model in models.values():
+                model.feed(batch)
     if judge is None:
         raise fmt.HistoryError("no history file given")
     found = list(judge.first.values())
@@ -216,14 +248,27 @@ def _judge_paths(paths: Sequence[str | Path], profiles: Sequence[str]) -> Verdic
     caller = min((v for v in found if v.kind == "caller"), key=lambda v: v.call, default=None)
     verdicts: list[ProfileVerdict] = []
     for name in profiles:
-        if name not in JUDGED_PROFILES:
-            verdicts.append(ProfileVerdict(name, judged=False, note="no streaming model of "
-                                           "this profile yet: not judged"))
+        if name in unjudged:
+            verdicts.append(ProfileVerdict(name, judged=False, note=unjudged[name]))
             continue
         allowed = ("core",) if name == "core" else ("core", name)
         first = next((v for v in policy if v.profile in allowed), None)
         verdict = ProfileVerdict(name, first, should=[v for v in shoulds
                                                     if v.profile in allowed])
+        judged = models.get(name)
+        if judged is not None:
+            found_first = judged.first
+            if found_first is not None and (first is None or found_first.call < first.call):
+                verdict.first = first = found_first
+            refinement = get_profile(name).refinement
+            order = refinement.order_requirement if refinement is not None else ""
+            if first is None and judged.stopped is not None:
+                verdict.judged = False
+                verdict.note = f"conforms up to call {judged.call:,}, then not judged: " \
+                               f"{judged.stopped}"
+            elif first is None and not judged.seen.get(order):
+                verdict.judged = False
+                verdict.note = f"no eviction was compared with the {name} order"
         if name == "lru" and first is None and not judge.seen.get("LRU-EVICT-ORDER"):
             verdict.judged = False
             verdict.note = "no eviction was compared with the seed LRU's order"
