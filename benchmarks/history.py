@@ -57,7 +57,7 @@ def judge_speed(path: Path, profiles: tuple[str, ...], repeats: int) -> tuple[in
         verdict = judge_paths([path], profiles)
         seconds = time.process_time() - started
         if not verdict.passed:
-            raise RuntimeError("the reference LRU's history does not conform")
+            raise RuntimeError(f"the reference's history does not conform to {profiles}")
         calls = verdict.calls
         rates.append(calls / seconds)
     return calls, rates
@@ -224,6 +224,17 @@ def main(argv: list[str] | None = None) -> int:
             calls, rates = judge_speed(short, profiles, args.repeats)
             say(f"   {'+'.join(profiles):<9} {statistics.median(rates):>12,.0f} calls/s   "
                 f"(min {min(rates):,.0f}, max {max(rates):,.0f}; {calls:,} calls)")
+        for target, profile in (("policyspec.reference.lru_033:LRU033CachePolicy", "lru-0.33"),
+                                ("policyspec.reference.arc:ARCCachePolicy", "arc")):
+            if "1" not in sections:
+                break
+            model_path = directory / f"{profile}.jsonl"
+            from policyspec.commands.record import record
+
+            record(target, str(model_path), calls=args.calls // 5, seed=7, capacity=64)
+            calls, rates = judge_speed(model_path, (profile,), max(args.repeats // 2, 1))
+            say(f"   {profile:<9} {statistics.median(rates):>12,.0f} calls/s   (the model judge, "
+                f"on {calls:,} calls of {target.rsplit(':', 1)[1]}, which conforms)")
         say("   target: >= 1,000,000 calls/s under core\n")
 
         long = directory / "long.jsonl"

@@ -322,3 +322,17 @@ def test_the_guard_returns_what_the_policy_returns_and_raise_mode_raises(
     result = record_mode.evict(1, set())
     assert [key for key, _ in result] == [b"k"]  # the iterator was not consumed
     record_mode.close()
+
+
+def test_calls_from_two_threads_are_marked_and_judged_as_one_history(tmp_path: Path) -> None:
+    out = tmp_path / "h.jsonl"
+    guard, stopped = record(REFERENCE, str(out), calls=5000, seed=SEED, capacity=CAPACITY,
+                            two_threads=True)
+    assert stopped is None
+    markers = [json.loads(line) for line in out.read_text().splitlines()[1:]
+               if line.startswith(f"[{fmt.THREAD},")]
+    assert {m[1] for m in markers} == {0, 1}
+    assert any(len(m) == 3 and isinstance(m[2], str) for m in markers)  # named once
+    verdict = judge_paths([out], ("core", "lru"))
+    assert verdict.passed and verdict.profiles[1].conforms
+    assert verdict.calls == guard.calls

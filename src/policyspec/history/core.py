@@ -250,8 +250,25 @@ class CoreJudge:
             if marked and ordered:
                 self.seen["LRU-MARK-RECENCY"] += marked
 
-    def feed_one(self, record: Sequence[Any]) -> None:
-        self.feed((record,))
+    def feed_one(self, rec: Sequence[Any]) -> None:
+        """Judge one record (the guard's check mode: without the set-up of
+        ``feed``'s loop)."""
+        op = rec[0]
+        if op in _MARKER_CODES:
+            return
+        self.call += 1
+        if op != 0:
+            _HANDLERS[op](self, rec)
+            return
+        k = rec[1]
+        ref = self.refs.get(k)
+        if len(rec) == 2:
+            if ref is not None:
+                self._lost(k)
+        elif ref is None:
+            self._found(k, rec[2])
+        elif self.cids[k] != rec[2] or (rec[3] != ref and (rec[3] <= 0 or ref <= 0)):
+            self._wrong_chunk(k, rec[2], rec[3], ref)
 
     # -- get -------------------------------------------------------------------
 
