@@ -358,12 +358,13 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         new: list[int] = []
         ids = self._ids
         for key in keys:
+            k = ids[key] if key in ids else self._id(key)
+            if k in known:
+                continue  # the scheduler places a key once per request
             position = where(key)
             if position is not None:
-                k = ids[key] if key in ids else self._id(key)
-                if known.get(k) != position:
-                    known[k] = position
-                    new += (k, position)
+                known[k] = position
+                new += (k, position)
         if new:
             self._buffer.append([fmt.POSITIONS, r, new])
             self._markers += 1
@@ -565,7 +566,9 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         keys = keys if isinstance(keys, list | tuple) else list(keys)
         r = self._request(req_context)
         self._place(r, keys, req_context)
-        record = [fmt.STORE_MISS, r, self.generation, [self._id(key) for key in keys]]
+        ids = self._ids
+        record = [fmt.STORE_MISS, r, self.generation,
+                  [ids[key] if key in ids else self._id(key) for key in keys]]
         self._hook(fmt.STORE_MISS, "on_store_miss", (keys, req_context), record,
                    lambda: self.touch(keys, req_context))
 
@@ -573,7 +576,9 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         keys = keys if isinstance(keys, list | tuple) else list(keys)
         r = self._request(req_context)
         self._place(r, keys, req_context)
-        record = [fmt.ACCESS, r, self.generation, [self._id(key) for key in keys]]
+        ids = self._ids
+        record = [fmt.ACCESS, r, self.generation,
+                  [ids[key] if key in ids else self._id(key) for key in keys]]
         self._hook(fmt.ACCESS, "on_request_access", (keys, req_context), record, None)
 
     def on_request_finished(self, key_groups: Sequence[Sequence[Any]],
