@@ -47,16 +47,28 @@ def _run(monkeypatch: pytest.MonkeyPatch, target: str, history: Path, mode: str)
     return guard
 
 
-def test_the_in_tree_lru_under_the_guard_conforms_to_core(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def _show(capsys: pytest.CaptureFixture[str], line: str) -> None:
+    with capsys.disabled():
+        print(f"\n  {line}")
+
+
+def test_the_in_tree_lru_under_the_guard_conforms_to_core_and_lru_0_33(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     history = tmp_path / "lru.jsonl"
     guard = _run(monkeypatch, IN_TREE, history, "check")
     assert not guard.violations  # type: ignore[attr-defined]
-    verdict = judge_paths([history], ("core",))
+    verdict = judge_paths([history])
+    found = {p.profile: p for p in verdict.profiles}
     assert verdict.calls > 5000
-    assert verdict.passed, (verdict.profiles[0].first, verdict.caller)
+    assert verdict.passed, (found["core"].first, verdict.caller)
+    assert found["lru-0.33"].conforms, found["lru-0.33"].first
+    assert found["arc"].first is not None  # not an ARC, and the judge sees it
     assert verdict.exercised["EVICT-EXACT-N"] > 0
+    _show(capsys, f"guard around vLLM's in-tree LRU in the real CPUOffloadingManager: "
+          f"{verdict.calls:,} calls recorded, {verdict.exercised['EVICT-EXACT-N']:,} evictions; "
+          + "; ".join(f"{p.profile}: {'conforms' if p.conforms else 'no, ' + p.first.requirement}"
+                      for p in verdict.profiles if p.judged or p.first))
 
 
 @pytest.mark.parametrize(("stem", "requirement"), [
@@ -64,7 +76,8 @@ def test_the_in_tree_lru_under_the_guard_conforms_to_core(
     ("v09_evicts_in_flight_first", "EVICT-IDLE-ONLY"),
 ])
 def test_a_faulty_policy_under_the_guard_fails_under_its_id_online_and_offline(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stem: str, requirement: str
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stem: str, requirement: str,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     history = tmp_path / "faulty.jsonl"
     guard = _run(monkeypatch, f"{FAULTY / stem}.py:Policy", history, "check")
@@ -73,3 +86,6 @@ def test_a_faulty_policy_under_the_guard_fails_under_its_id_online_and_offline(
     core = judge_paths([history], ("core",)).profiles[0]
     assert core.first is not None and core.first.requirement == requirement
     assert core.first.call == online[0].call
+    _show(capsys, f"guard around {stem} in the real CPUOffloadingManager: online "
+          f"{online[0].requirement} at call {online[0].call:,} ({len(online)} violations), "
+          f"check-history core: no, {core.first.requirement} at call {core.first.call:,}")
