@@ -46,6 +46,13 @@ HISTORY_GAPS: dict[str, str] = {
     "arc_v06_ghosts_bounded_by_constant": "read as ARC-EVICT-ORDER (no diagnosis)",
     "arc_v02_evicts_while_scanning": "EVICT-ATOMIC needs a probe after the refusal",
     "hook_store_miss_needs_a_list": "the manager always passes a list",
+    "arc033_adapts_in_insert": "read as ARC-EVICT-ORDER, likely ARC-FINISH-REUSE: the last call "
+                               "naming the key is not the insert that adapted",
+    "arc033_promotes_insertion_only": "read as ARC-EVICT-ORDER, likely ARC-INSERT-T1",
+    "lru033_rank_survives_clear": "read as LRU033-EVICT-ORDER, likely LRU033-FINISH-COMMIT: "
+                                  "the rank's generation is not checked",
+    "lru033_refinishes_earlier_requests": "read as LRU033-EVICT-ORDER, likely "
+                                          "LRU033-INSERT-RANK",
     "hook_chunks_per_thread": "needs calls from two threads (record --two-threads)",
     "hook_state_per_thread": "needs calls from two threads (record --two-threads)",
     "hook_access_pins_keys": "the lost key shows when the policy raises on it (API-NO-RAISE)",

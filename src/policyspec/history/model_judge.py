@@ -47,6 +47,9 @@ class ModelJudge:
         self.stopped: str | None = None
         """Why judging stopped before the end (None: it did not)."""
         self.seen: Counter[str] = Counter()
+        self.placed: dict[int, str] = {}
+        """The last call that named each present key (to name a likely
+        culprit of a wrong order: ``Refinement.culprit``)."""
         if header.get("first_call", 0) or header.get("state", {}).get("keys"):
             self.stopped = ("the history starts after call 0, and the refinement's state "
                             "there is not in the header")
@@ -77,7 +80,22 @@ class ModelJudge:
         self.model = step.model
         return step
 
+    def _name(self, op: int, keys: Sequence[int]) -> None:
+        placed, name = self.placed, fmt.op_name(op)
+        for k in keys:
+            placed[k] = name
+
     def _record(self, op: int, rec: Sequence[Any]) -> None:
+        if op == fmt.INSERT:  # not mark_evictable: the 0.33 policies keep order over pins
+            self._name(op, (rec[1],))
+        elif op == fmt.TOUCH:
+            self._name(op, rec[1])
+        elif op in (fmt.STORE_MISS, fmt.ACCESS):
+            self._name(op, rec[3])
+        elif op == fmt.FINISH:
+            self._name(op, [k for group in rec[3] for k in group])
+        elif op == fmt.CLEAR:
+            self.placed.clear()
         if op == fmt.GET:
             self._step(("get", rec[1]))
         elif op == fmt.INSERT:
@@ -123,13 +141,37 @@ class ModelJudge:
                 and self._tied(victims, step.expected)):
             return
         if step.violation is not None and step.violation != "EVICT-LIVENESS":
+            culprit, why = None, ""
+            if refinement is not None and step.violation == refinement.order_requirement:
+                culprit, why = self._culprit(victims, step.expected)
             self.first = Violation(
                 self.call, step.violation, POLICY, self.profile.name,
                 f"evict({n}, {sorted(protected)}) returned "
                 f"{'None' if victims is None else victims}; the {self.profile.name} profile "
-                f"requires {step.expected}", victims[0] if victims else None)
+                f"requires {step.expected}{why}", victims[0] if victims else None,
+                culprit=culprit)
             return
         self.model = step.model
+
+    def _culprit(self, victims: list[int] | None, expected: object) -> tuple[str | None, str]:
+        """The requirement of the call that last named the first key the
+        policy took out of turn (or, when it took fewer, the first key it
+        left): a reading of the history, not a proof."""
+        refinement = self.profile.refinement
+        if refinement is None or not isinstance(expected, list):
+            return None, ""
+        taken = victims or []
+        key = next((v for v, e in zip(taken, expected, strict=False) if v != e), None)
+        if key is None:
+            key = next((e for e in expected if e not in taken), None)
+        op = self.placed.get(key) if key is not None else None
+        if op is None:
+            return None, ""
+        rid = refinement.culprit(op)
+        if rid == refinement.order_requirement:
+            return None, ""
+        return rid, (f"; key {key} was last named by {op}: likely {rid} (a reading of the "
+                     "history, not a proof)")
 
     def _tied(self, victims: list[int], expected: object) -> bool:
         """Whether ``victims`` differ from the model's only among keys of
