@@ -267,6 +267,13 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         if len(buffer) >= _BUFFER:
             self.flush()
 
+    def _text(self, text: str) -> None:
+        """Buffer a record already encoded (record mode, same thread)."""
+        buffer = self._buffer
+        buffer.append(text)
+        if len(buffer) >= _BUFFER:
+            self.flush()
+
     def _switch(self, t: int) -> None:
         self._thread = t
         number = self._threads.get(t)
@@ -386,19 +393,19 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._raised(exc, [fmt.GET, k])
             raise
         if chunk is None:
-            record = [0, k]
+            cid = ref = None
         else:
             held: Any = self._held.get(k)
-            if held is chunk:
-                record = [0, k, self._cids[k], chunk.ref_cnt]
-            else:
-                record = [0, k, NOT_SAME if held is not None else _chunk_id(chunk),
-                          chunk.ref_cnt]
+            cid = self._cids[k] if held is chunk else (
+                NOT_SAME if held is not None else _chunk_id(chunk))
+            ref = chunk.ref_cnt
         if _get_ident() != self._thread or self._online:
-            self._emit(record)
+            self._emit([0, k] if cid is None else [0, k, cid, ref])
             return chunk
+        # Record mode on the same thread: the record's text at once (an
+        # f-string costs half of a list and its repr at flush).
         buffer = self._buffer
-        buffer.append(record)
+        buffer.append(f"[0,{k}]" if cid is None else f"[0,{k},{cid},{ref}]")
         if len(buffer) >= _BUFFER:
             self.flush()
         return chunk
@@ -428,7 +435,11 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._idle[k] = None
         if chunk.ref_cnt != ref:
             record.append(chunk.ref_cnt)  # the policy wrote ref_cnt
-        self._emit(record)
+            self._emit(record)
+        elif self._online or _get_ident() != self._thread:
+            self._emit(record)
+        else:
+            self._text(f"[1,{k},{cid},{ref},{r},{self.generation}]")
 
     def _gone(self, k: int) -> None:
         if self._held.pop(k, None) is not None:
@@ -527,7 +538,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         if k not in idle:  # an idle key keeps its place (the caller breaks C3)
             idle[k] = None
             self._pinned.discard(k)
-        self._emit([fmt.MARK_EVICTABLE, k, held.ref_cnt])
+        if self._online or _get_ident() != self._thread:
+            self._emit([fmt.MARK_EVICTABLE, k, held.ref_cnt])
+        else:
+            self._text(f"[6,{k},{held.ref_cnt}]")
 
     def mark_non_evictable(self, key: Any) -> None:
         k = self._ids.get(key)
@@ -545,7 +559,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             return
         if self._idle.pop(k, 0) is None:
             self._pinned.add(k)
-        self._emit([fmt.MARK_NON_EVICTABLE, k, held.ref_cnt])
+        if self._online or _get_ident() != self._thread:
+            self._emit([fmt.MARK_NON_EVICTABLE, k, held.ref_cnt])
+        else:
+            self._text(f"[7,{k},{held.ref_cnt}]")
 
     # -- the request hooks (vLLM 0.33) -------------------------------------------
 
