@@ -343,3 +343,44 @@ def test_calls_from_two_threads_are_marked_and_judged_as_one_history(tmp_path: P
     verdict = judge_paths([out], ("core", "lru"))
     assert verdict.passed and verdict.profiles[1].conforms
     assert verdict.calls == guard.calls
+
+
+def test_the_guard_passes_on_a_result_that_is_not_a_chunk_and_the_judge_names_it(
+    tmp_path: Path
+) -> None:
+    from policyspec.guard import GuardPolicy
+    from policyspec.subject import Block
+
+    class Odd(LRUCachePolicy[object, object]):
+        def get(self, key: object) -> object:
+            found = super().get(key)
+            return "not a chunk" if found is not None else None
+
+    guard = GuardPolicy(4, target=Odd, history=tmp_path / "h.jsonl")
+    guard.insert(b"k", Block(-1, 3))
+    assert guard.get(b"k") == "not a chunk"  # passed on unchanged, nothing raised
+    guard.close()
+    core = judge_paths([tmp_path / "h.jsonl"]).profiles[0]
+    assert core.first is not None and core.first.requirement == "GET-IDENTITY"
+
+
+def test_a_history_that_cannot_be_written_stops_recording_not_the_policy(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from policyspec.guard import GuardPolicy
+    from policyspec.subject import Block
+
+    guard = GuardPolicy(4, target=REFERENCE, history=tmp_path / "h.jsonl")
+
+    def full(text: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    guard.writer.write = full  # type: ignore[method-assign]
+    logging.getLogger("policyspec.guard").setLevel(logging.ERROR)
+    guard.insert(b"k", Block(-1, 3))
+    with caplog.at_level(logging.ERROR, logger="policyspec.guard"):
+        guard.flush()
+    assert "recording stops" in caplog.text
+    assert guard.get(b"k") is not None  # the policy runs on
+    guard.flush()
+    guard.close()

@@ -83,6 +83,8 @@ _BUFFER = 8192
 """Records held before they are encoded and written."""
 _FORGET_AT = 1 << 20
 """Key ids held before the ids of absent keys are forgotten."""
+NO_REF = -9
+"""``ref_cnt`` recorded for a result that has none (not a chunk at all)."""
 NOT_SAME = -2
 """Chunk id recorded for a chunk that is not the very object inserted under
 its key (a copy): the judge reads it as a wrong identity."""
@@ -222,6 +224,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self.violations: list[Violation] = []
         self._buffer: list[Any] = []
         self._flushed = 0
+        self._broken = False
         self._thread = threading.get_ident()
         self._threads: dict[int, int] = {self._thread: 0}
         self._lock = threading.Lock()
@@ -295,7 +298,14 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._flushed += len(buffer)
             self._calls += len(buffer) - self._markers
             self._markers = 0
-            self.writer.write(fmt.encode_lines(buffer))
+            if self._broken:
+                return
+            try:
+                self.writer.write(fmt.encode_lines(buffer))
+            except (OSError, ValueError) as exc:  # a full disk must not fail the caller
+                self._broken = True
+                log.error("policyspec.guard: cannot write %s (%s); recording stops, the "
+                          "policy runs on", self.path, exc)
 
     @property
     def calls(self) -> int:
@@ -310,7 +320,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
     def close(self) -> None:
         """Flush and close the history (also run at interpreter exit)."""
         self.flush()
-        self.writer.close()
+        try:
+            self.writer.close()
+        except OSError as exc:
+            log.error("policyspec.guard: cannot close %s (%s)", self.path, exc)
         _open_guards.discard(self)
 
     def _violation(self, violation: Violation) -> None:
@@ -398,7 +411,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             held: Any = self._held.get(k)
             cid = self._cids[k] if held is chunk else (
                 NOT_SAME if held is not None else _chunk_id(chunk))
-            ref = chunk.ref_cnt
+            ref = chunk.ref_cnt if held is chunk else getattr(chunk, "ref_cnt", NO_REF)
         if _get_ident() != self._thread or self._online:
             self._emit([0, k] if cid is None else [0, k, cid, ref])
             return chunk
