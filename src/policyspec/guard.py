@@ -266,7 +266,14 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         buffer = self._buffer
         buffer.append(record if encoded is None else encoded)
         if self._online:
-            self.judge.feed_one(record)
+            try:
+                self.judge.feed_one(record)
+            except GuardViolation:
+                raise
+            except Exception:  # the judge's own failure must not fail the caller
+                log.exception("policyspec.guard: the online judge failed at call %d; "
+                              "judging stops, recording goes on", self.judge.call)
+                self._online = False
         if len(buffer) >= _BUFFER:
             self.flush()
 
