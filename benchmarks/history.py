@@ -44,7 +44,7 @@ def record_history(path: Path, calls: int, seed: int = 7) -> tuple[int, float]:
     guard, stopped = record(REFERENCE, str(path), calls=calls, seed=seed, capacity=64)
     if stopped is not None:
         raise RuntimeError(f"the recording stopped: {stopped!r}")
-    return guard.recorded, time.monotonic() - started
+    return guard.calls, time.monotonic() - started
 
 
 def judge_speed(path: Path, profiles: tuple[str, ...], repeats: int) -> tuple[int, list[float]]:
@@ -216,9 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         short = directory / "1m.jsonl"
         recorded, wall = record_history(short, args.calls)
         size = short.stat().st_size
-        say(f"1. check-history speed: {recorded:,} records of {REFERENCE} recorded behind the "
+        say(f"1. check-history speed: {recorded:,} calls of {REFERENCE} recorded behind the "
             f"emulated 0.33 manager (capacity 64) in {wall:.1f} s wall, {size / 1e6:.1f} MB "
-            f"({size / recorded:.1f} bytes per record); median of {args.repeats} passes, "
+            f"({size / recorded:.1f} bytes per call); median of {args.repeats} passes, "
             "process CPU time")
         for profiles in (("core",), ("core", "lru")) if "1" in sections else ():
             calls, rates = judge_speed(short, profiles, args.repeats)

@@ -61,7 +61,7 @@ def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode
     stopped: BaseException | None = None
     round_ = 0
     try:
-        while guard.recorded < calls:
+        while guard.calls < calls:
             drive(manager, TrafficConfig(seed=seed * 100_003 + round_, requests=200,
                                          two_threads=two_threads),
                   req_context_type=functools.partial(_context, round_))
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
     seconds = time.monotonic() - started
-    print(f"{args.out}: {guard.recorded:,} records of {guard.target_name} in {seconds:.1f} s "
+    print(f"{args.out}: {guard.calls:,} calls of {guard.target_name} in {seconds:.1f} s "
           f"({guard.writer.segment + 1} segment{'s' if guard.writer.segment else ''})")
     if stopped is not None:
         print(f"stopped: {type(stopped).__name__}: {stopped}", file=sys.stderr)
