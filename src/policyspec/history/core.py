@@ -123,6 +123,8 @@ class CoreJudge:
         self.counts: Counter[str] = Counter()
         self.seen = Counter[str]()
         """What the history let the judge observe (``exercised``)."""
+        self.listed = 0
+        """Evictions that returned a list (each exercises four ids)."""
         self.lru_failed = False
         self.sink: Sink = sink or self._keep
         if state:
@@ -147,6 +149,14 @@ class CoreJudge:
         for k, ref in self.refs.items():
             flat += (k, cids[k], ref)
         return {"keys": flat, "idle": list(self.idle)}
+
+    def exercised(self) -> dict[str, int]:
+        """The ids the history let the judge observe, with their counts."""
+        found = dict(self.seen)
+        if self.listed:
+            for rid in ("EVICT-SHAPE", "EVICT-EXACT-N", "EVICT-IDLE-ONLY", "EVICT-IDENTITY"):
+                found[rid] = found.get(rid, 0) + self.listed
+        return {rid: count for rid, count in found.items() if count > 0}
 
     # -- violations ----------------------------------------------------------
 
@@ -437,30 +447,35 @@ class CoreJudge:
                 seen["LRU-EVICT-ORDER"] += 1
             return
         result = rec[3]
-        seen["EVICT-SHAPE"] += 1
         if result.__class__ is str:
+            seen["EVICT-SHAPE"] += 1
             self._policy("EVICT-SHAPE", f"evict({n}, {_keys(protected)}) returned {result}; "
                          "the spec requires None or a list of (key, chunk) pairs")
             return
         victims = result[0::3]
-        seen["EVICT-EXACT-N"] += 1
-        seen["EVICT-IDLE-ONLY"] += 1
-        seen["EVICT-IDENTITY"] += 1
+        chosen = set(victims)
+        self.listed += 1  # EVICT-SHAPE, -EXACT-N, -IDLE-ONLY, -IDENTITY (``exercised``)
         if shut and not idle.keys().isdisjoint(shut):
             seen["EVICT-UNPROTECTED"] += 1
-        if len(idle) < len(self.refs):
+        refs, cids = self.refs, self.cids
+        if len(idle) < len(refs):
             seen["INSERT-IN-FLIGHT-NOT-ELIGIBLE"] += 1
         if n == 0 and victims:
             self._policy("EVICT-ZERO", f"evict(0) returned {_keys(victims)}; the spec "
                          "requires []")
-        elif len(victims) != n or len(set(victims)) != len(victims):
+        elif len(victims) != n or len(chosen) != n:
             self._policy("EVICT-EXACT-N", f"evict({n}, {_keys(protected)}) returned "
                          f"{_keys(victims)}; the spec requires exactly {n} distinct keys")
-        else:
+        elif not (
+            (not shut or shut.isdisjoint(chosen))
+            and idle.keys() >= chosen
+            and [cids[k] for k in victims] == result[1::3]
+            and not any(result[2::3])
+        ):  # the common case above is judged at C speed; this names what is wrong
             self._check_victims(n, protected, shut, result)
         if self.ordered and not self.lru_failed:
             self._lru_order(n, shut, victims)
-        refs, cids, gone, call = self.refs, self.cids, self.gone, self.call
+        gone, call = self.gone, self.call
         for k in victims:
             if k in refs:
                 gone.pop(k, None)
@@ -474,13 +489,6 @@ class CoreJudge:
         self, n: int, protected: Sequence[int], shut: set[int], result: Sequence[int]
     ) -> None:
         idle, cids = self.idle, self.cids
-        if (
-            (not shut or shut.isdisjoint(result[0::3]))
-            and all(k in idle for k in result[0::3])
-            and [cids[k] for k in result[0::3]] == result[1::3]
-            and not any(result[2::3])
-        ):
-            return  # the common case, judged at C speed
         call = f"evict({n}, {_keys(protected)})"
         for i in range(0, len(result), 3):
             k, cid, ref = result[i], result[i + 1], result[i + 2]

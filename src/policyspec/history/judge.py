@@ -227,6 +227,7 @@ def _judge_paths(paths: Sequence[str | Path], profiles: Sequence[str]) -> Verdic
                         "calls are missing; judged on from its header's state")
             fresh = _judge(header, ordered=ordered)
             fresh.first, fresh.counts, fresh.seen = judge.first, judge.counts, judge.seen
+            fresh.listed = judge.listed
             judge = fresh
             for model in models.values():
                 if model.stopped is None:
@@ -245,6 +246,7 @@ def _judge_paths(paths: Sequence[str | Path], profiles: Sequence[str]) -> Verdic
                       "SHOULD"), key=lambda v: v.call)
     policy = [_presence_culprit(files, v) if v.requirement == "GET-ABSENT" else v
               for v in musts]
+    exercised = judge.exercised()
     caller = min((v for v in found if v.kind == "caller"), key=lambda v: v.call, default=None)
     verdicts: list[ProfileVerdict] = []
     for name in profiles:
@@ -269,14 +271,14 @@ def _judge_paths(paths: Sequence[str | Path], profiles: Sequence[str]) -> Verdic
             elif first is None and not judged.seen.get(order):
                 verdict.judged = False
                 verdict.note = f"no eviction was compared with the {name} order"
-        if name == "lru" and first is None and not judge.seen.get("LRU-EVICT-ORDER"):
+        if name == "lru" and first is None and not exercised.get("LRU-EVICT-ORDER"):
             verdict.judged = False
             verdict.note = "no eviction was compared with the seed LRU's order"
-        if name == "core" and first is None and not judge.seen.get("EVICT-EXACT-N"):
+        if name == "core" and first is None and not exercised.get("EVICT-EXACT-N"):
             verdict.note = "no eviction returned victims: only gets and the caller side judged"
         verdicts.append(verdict)
     return Verdict(judge.call + 1 - first_header.get("first_call", 0), verdicts, caller,
-                   first_header, dict(judge.seen), dict(judge.counts), gaps)
+                   first_header, exercised, dict(judge.counts), gaps)
 
 
 def _levels() -> dict[str, str]:
