@@ -65,7 +65,7 @@ def judge_speed(path: Path, profiles: tuple[str, ...], repeats: int) -> tuple[in
 
 def repeat_history(source: Path, target: Path, copies: int) -> int:
     """``copies`` copies of a one-segment history, each after a clear, the
-    generations of its records shifted to follow on; the calls written."""
+    generations of its records shifted to follow on; the records written."""
     from policyspec.history import format as fmt
 
     lines = source.read_text(encoding="ascii").splitlines()
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         long = directory / "long.jsonl"
         written = repeat_history(short, long, args.copies) if "2" in sections else 0
         say(f"2. Memory: the judge in a fresh process (peak resident set, VmHWM), the 1 M "
-            f"history against {args.copies} copies of it ({written:,} calls, each copy after "
+            f"history against {args.copies} copies of it ({written:,} records, each copy after "
             "a clear)")
         for label, path in (("1x", short), (f"{args.copies}x", long)) if written else ():
             for profiles in ("core", "core,lru"):
