@@ -1,0 +1,275 @@
+"""``python -m benchmarks.history``: how fast ``check-history`` judges a
+recorded history, whether its memory stays flat as the history grows, and
+what ``policyspec.guard`` costs a policy on the manager workload.
+
+1. A history of about 1,000,000 calls is recorded (``policyspec record`` of
+   the reference LRU behind the emulated 0.33 manager) and judged under core
+   alone and under core and lru, the median of ``--repeats`` passes, in
+   process CPU time.
+2. Memory: the judge runs in a fresh child process on the 1 M history and
+   on a 10 M one (ten copies of it, each after a ``clear``, generations
+   renumbered), and reports each child's peak resident set.
+3. Guard cost: the manager workload's policy calls and ``ref_cnt`` writes
+   are captured once (the 0.33 reference LRU, vLLM's calls as the
+   emulation makes them), then replayed, in alternation, against the bare
+   policy, the guard in record mode and the guard in check mode (writing
+   the history to a file); medians of ``--repeats`` rounds. The figure is
+   the time of the replay loop, so it includes the loop's own cost in each
+   variant alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REFERENCE = "policyspec.reference.lru:LRUCachePolicy"
+REFERENCE_033 = "policyspec.reference.lru_033:LRU033CachePolicy"
+
+
+def record_history(path: Path, calls: int, seed: int = 7) -> tuple[int, float]:
+    """Records and seconds (wall) of a ``policyspec record`` run."""
+    from policyspec.commands.record import record
+
+    started = time.monotonic()
+    guard, stopped = record(REFERENCE, str(path), calls=calls, seed=seed, capacity=64)
+    if stopped is not None:
+        raise RuntimeError(f"the recording stopped: {stopped!r}")
+    return guard.calls, time.monotonic() - started
+
+
+def judge_speed(path: Path, profiles: tuple[str, ...], repeats: int) -> tuple[int, list[float]]:
+    from policyspec.history.judge import judge_paths
+
+    rates = []
+    calls = 0
+    for _ in range(repeats):
+        started = time.process_time()
+        verdict = judge_paths([path], profiles)
+        seconds = time.process_time() - started
+        if not verdict.passed:
+            raise RuntimeError(f"the reference's history does not conform to {profiles}")
+        calls = verdict.calls
+        rates.append(calls / seconds)
+    return calls, rates
+
+
+def repeat_history(source: Path, target: Path, copies: int) -> int:
+    """``copies`` copies of a one-segment history, each after a clear, the
+    generations of its records shifted to follow on; the records written."""
+    from policyspec.history import format as fmt
+
+    lines = source.read_text(encoding="ascii").splitlines()
+    header, body = lines[0], [json.loads(line) for line in lines[1:]]
+    clears = sum(1 for r in body if r[0] == fmt.CLEAR)
+    written = 0
+    with open(target, "w", encoding="ascii") as out:
+        out.write(header + "\n")
+        for copy in range(copies):
+            shift = copy * (clears + 1)
+            if copy:
+                out.write("[5]\n")
+                written += 1
+            for r in body:
+                op = r[0]
+                if shift and op == fmt.INSERT and len(r) > 5:
+                    r = [*r[:5], r[5] + shift, *r[6:]]
+                elif shift and op in fmt.HOOK_OPS:
+                    r = [r[0], r[1], r[2] + shift, *r[3:]]
+                out.write(json.dumps(r, separators=(",", ":")) + "\n")
+            written += len(body)
+    return written
+
+
+_PEAK = """
+import re, sys, time
+from policyspec.history.judge import judge_paths
+started = time.process_time()
+verdict = judge_paths([sys.argv[1]], tuple(sys.argv[2].split(",")))
+seconds = time.process_time() - started
+status = open("/proc/self/status").read()
+peak = re.search(r"VmHWM:\\s+(\\d+) kB", status).group(1)
+print(verdict.calls, verdict.passed, seconds, peak)
+"""
+"""VmHWM, the peak of this process's own memory: ``ru_maxrss`` would carry
+the parent's peak over the exec on Linux."""
+
+
+def judge_in_child(path: Path, profiles: str) -> tuple[int, bool, float, int]:
+    """Calls, verdict, CPU seconds and peak RSS (KiB) of a judge run in a
+    fresh process."""
+    done = subprocess.run([sys.executable, "-c", _PEAK, str(path), profiles], check=True,
+                          capture_output=True, text=True)
+    calls, passed, seconds, peak = done.stdout.split()
+    return int(calls), passed == "True", float(seconds), int(peak)
+
+
+# -- the guard's cost ------------------------------------------------------------
+
+
+class _Capture:
+    """In front of the policy: logs each call (name, args); the manager's
+    listener logs each ref_cnt write as ("", (chunk, value))."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self.trace: list[tuple[str, tuple[Any, ...]]] = []
+
+    def before_write(self, key: Any, chunk: Any, new_ref_cnt: int) -> None:
+        return None
+
+    def after_write(self, key: Any, chunk: Any, new_ref_cnt: int) -> None:
+        self.trace.append(("", (chunk, new_ref_cnt)))
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self.policy, name)
+        trace = self.trace
+
+        def call(*args: Any) -> Any:
+            if name == "insert":
+                trace.append(("", (args[1], args[1].ref_cnt)))
+            trace.append((name, args))
+            return method(*args)
+
+        return call
+
+
+def _write(chunk: Any, value: int) -> None:
+    chunk.ref_cnt = value
+
+
+def capture_workload(requests: int, capacity: int, seed: int = 11) -> list[tuple[str, Any]]:
+    from policyspec.guard import load_target
+    from policyspec.vllm_manager import OffloadingManagerEmulation
+    from policyspec.vllm_traffic import TrafficConfig, drive
+
+    capture = _Capture(load_target(REFERENCE_033)(cache_capacity=capacity))
+    manager = OffloadingManagerEmulation(capture, capacity, listener=capture)
+    drive(manager, TrafficConfig(seed=seed, requests=requests))
+    return capture.trace
+
+
+def replay_seconds(make: Callable[[], Any], trace: list[tuple[str, Any]]) -> float:
+    policy = make()
+    bound = [(_write if name == "" else getattr(policy, name), args) for name, args in trace]
+    started = time.process_time()
+    for fn, args in bound:
+        fn(*args)
+    close = getattr(policy, "close", None)
+    if close is not None:
+        close()  # the last flush belongs to the guard's cost
+    return time.process_time() - started
+
+
+def guard_cost(requests: int, capacity: int, repeats: int, directory: Path
+               ) -> tuple[int, dict[str, list[float]]]:
+    from policyspec.guard import GuardPolicy, load_target
+
+    trace = capture_workload(requests, capacity)
+    cls = load_target(REFERENCE_033)
+    makers: dict[str, Callable[[], Any]] = {
+        "bare": lambda: cls(cache_capacity=capacity),
+        "record": lambda: GuardPolicy(capacity, target=cls, mode="record",
+                                      history=directory / "record.jsonl"),
+        "check": lambda: GuardPolicy(capacity, target=cls, mode="check",
+                                     history=directory / "check.jsonl"),
+    }
+    times: dict[str, list[float]] = {name: [] for name in makers}
+    for _ in range(repeats):
+        for name, make in makers.items():
+            times[name].append(replay_seconds(make, trace))
+    calls = sum(1 for name, _ in trace if name)
+    return calls, times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.history", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=1_000_000)
+    parser.add_argument("--copies", type=int, default=10, help="the long history's copies")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=4000,
+                        help="requests of the guard-cost workload")
+    parser.add_argument("--sections", default="1,2,3", help="which sections to run (1,2,3)")
+    parser.add_argument("--out", help="also write the report to this file")
+    args = parser.parse_args(argv)
+    sections = set(args.sections.split(","))
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    say(f"policyspec history benchmarks, Python {sys.version.split()[0]}, {os.cpu_count()} "
+        f"CPUs, load average {os.getloadavg()[0]:.1f} at the start")
+    with tempfile.TemporaryDirectory(prefix="policyspec-history-") as tmp:
+        directory = Path(tmp)
+        short = directory / "1m.jsonl"
+        recorded, wall = record_history(short, args.calls)
+        size = short.stat().st_size
+        say(f"1. check-history speed: {recorded:,} calls of {REFERENCE} recorded behind the "
+            f"emulated 0.33 manager (capacity 64) in {wall:.1f} s wall, {size / 1e6:.1f} MB "
+            f"({size / recorded:.1f} bytes per call); median of {args.repeats} passes, "
+            "process CPU time")
+        for profiles in (("core",), ("core", "lru")) if "1" in sections else ():
+            calls, rates = judge_speed(short, profiles, args.repeats)
+            say(f"   {'+'.join(profiles):<9} {statistics.median(rates):>12,.0f} calls/s   "
+                f"(min {min(rates):,.0f}, max {max(rates):,.0f}; {calls:,} calls)")
+        for target, profile in (("policyspec.reference.lru_033:LRU033CachePolicy", "lru-0.33"),
+                                ("policyspec.reference.arc:ARCCachePolicy", "arc")):
+            if "1" not in sections:
+                break
+            model_path = directory / f"{profile}.jsonl"
+            from policyspec.commands.record import record
+
+            record(target, str(model_path), calls=args.calls // 5, seed=7, capacity=64)
+            calls, rates = judge_speed(model_path, (profile,), max(args.repeats // 2, 1))
+            say(f"   {profile:<9} {statistics.median(rates):>12,.0f} calls/s   (the model judge, "
+                f"on {calls:,} calls of {target.rsplit(':', 1)[1]}, which conforms)")
+        say("   target: >= 1,000,000 calls/s under core\n")
+
+        long = directory / "long.jsonl"
+        written = repeat_history(short, long, args.copies) if "2" in sections else 0
+        say(f"2. Memory: the judge in a fresh process (peak resident set, VmHWM), the 1 M "
+            f"history against {args.copies} copies of it ({written:,} records, each copy after "
+            "a clear)")
+        for label, path in (("1x", short), (f"{args.copies}x", long)) if written else ():
+            for profiles in ("core", "core,lru"):
+                calls, passed, seconds, peak = judge_in_child(path, profiles)
+                say(f"   {label:<4} {profiles:<9} {calls:>12,} calls  peak {peak / 1024:7.1f} "
+                    f"MB  {calls / seconds:>11,.0f} calls/s  {'conforms' if passed else 'FAILS'}")
+        long.unlink(missing_ok=True)
+        say("   target: the peak flat from 1x to 10x\n")
+        if "3" in sections:
+            _guard_section(args, directory, say)
+    say(f"(load average {os.getloadavg()[0]:.1f} at the end)")
+    if args.out:
+        Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return 0
+
+
+def _guard_section(args: argparse.Namespace, directory: Path, say: Callable[[str], None]) -> None:
+    calls, times = guard_cost(args.requests, 64, args.repeats, directory)
+    bare = statistics.median(times["bare"])
+    say(f"3. Guard cost on the manager workload: {calls:,} policy calls of {REFERENCE_033} "
+        f"({args.requests} requests, capacity 64) replayed in {args.repeats} alternating "
+        "rounds; median process CPU time of the replay loop")
+    for name, values in times.items():
+        median = statistics.median(values)
+        say(f"   {name:<7} {median:7.3f} s  {median / calls * 1e9:6.0f} ns per call  "
+            f"x{median / bare:.2f} of bare   (runs: "
+            f"{', '.join(f'{v:.3f}' for v in values)})")
+    say("   target: record adds at most 50% to the policy's own call time")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""``policyspec record TARGET --out PATH``: run TARGET under
+``policyspec.guard`` behind the emulation of vLLM 0.33's offloading manager
+(``vllm_manager``), driven by its request traffic (``vllm_traffic``), and
+write the history: to try the guard and ``check-history`` without a vLLM
+server."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from typing import Any
+
+from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, UsageError
+
+__all__ = ["add_parser", "record"]
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "record",
+        help="record a history of a policy behind the emulated vLLM 0.33 manager",
+        description="Drive TARGET (pkg.module:Class or path/to/file.py:Class) under "
+        "policyspec.guard through the manager workload and write its history to PATH. "
+        "Exit 0 when the run completed, 1 when the policy or the manager raised (the "
+        "history is written up to that call) or, in check mode, a rule was broken.",
+    )
+    parser.add_argument("target", metavar="TARGET")
+    parser.add_argument("--out", required=True, metavar="PATH", help="the history file")
+    parser.add_argument("--calls", type=int, default=100_000, metavar="N",
+                        help="policy calls to record, at least (default 100000)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S")
+    parser.add_argument("--capacity", type=int, default=32, metavar="C",
+                        help="chunks of the manager's pool (default 32)")
+    parser.add_argument("--mode", choices=("record", "check"), default="record",
+                        help="the guard's mode (check also judges core online)")
+    parser.add_argument("--two-threads", action="store_true",
+                        help="manager calls from two threads (as 0.33's tiering poll thread)")
+    parser.set_defaults(handler=run)
+
+
+def record(target: str, out: str, *, calls: int, seed: int = 0, capacity: int = 32,
+           mode: str = "record", two_threads: bool = False) -> tuple[Any, BaseException | None]:
+    """The guard after the run, and what stopped it early (None: nothing)."""
+    from policyspec.adapters import installed
+
+    with installed():  # vLLM stand-ins for the whole run when vLLM is missing
+        return _record(target, out, calls=calls, seed=seed, capacity=capacity, mode=mode,
+                       two_threads=two_threads)
+
+
+def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode: str,
+            two_threads: bool) -> tuple[Any, BaseException | None]:
+    from policyspec.guard import GuardPolicy
+    from policyspec.vllm_manager import OffloadingManagerEmulation
+    from policyspec.vllm_traffic import TrafficConfig, drive
+
+    guard = GuardPolicy(capacity, target=target, mode=mode, history=out)
+    manager = OffloadingManagerEmulation(guard, capacity)
+    stopped: BaseException | None = None
+    round_ = 0
+    try:
+        while guard.calls < calls:
+            drive(manager, TrafficConfig(seed=seed * 100_003 + round_, requests=200,
+                                         two_threads=two_threads),
+                  req_context_type=functools.partial(_context, round_))
+            round_ += 1
+    except Exception as exc:
+        stopped = exc
+    finally:
+        guard.close()
+    return guard, stopped
+
+
+def _context(round_: int, req_id: str) -> Any:
+    """Request ids unique over the rounds (each round numbers its own)."""
+    from policyspec.adapters.standins.keys import ReqContext
+
+    return ReqContext(f"{round_}-{req_id}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.calls < 1:
+        raise UsageError("--calls must be at least 1")
+    started = time.monotonic()
+    try:
+        guard, stopped = record(args.target, args.out, calls=args.calls, seed=args.seed,
+                                capacity=args.capacity, mode=args.mode,
+                                two_threads=args.two_threads)
+    except (ValueError, ImportError) as exc:
+        raise UsageError(str(exc)) from None
+    seconds = time.monotonic() - started
+    print(f"{args.out}: {guard.calls:,} calls of {guard.target_name} in {seconds:.1f} s "
+          f"({guard.writer.segment + 1} segment{'s' if guard.writer.segment else ''})")
+    if stopped is not None:
+        print(f"stopped: {type(stopped).__name__}: {stopped}", file=sys.stderr)
+    if guard.violations:
+        first = guard.violations[0]
+        print(f"check: {len(guard.violations)} violations online, first {first.requirement} "
+              f"at call {first.call:,}")
+    return EXIT_FAILS if stopped is not None or guard.violations else EXIT_CONFORMS
