@@ -248,7 +248,7 @@ def run_check(
             report = _report(
                 subject, profile, runs, options.seed, options.strict, options.capacity,
                 time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
-                minimise_seconds=max(MIN_MINIMISE_SECONDS, MINIMISE_SHARE * seconds),
+                minimise_tries=round(max(MIN_MINIMISE_SECONDS, seconds) * MINIMISE_TRIES),
             )
     enforced = watchdog.enforced and (clock is None or clock.enforced)
     report.stats["jobs"] = jobs
@@ -275,27 +275,28 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
 
 def _minimise(
     subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
-    deadline: float,
-) -> Finding:
+    tries: int,
+) -> tuple[Finding, int]:
     """``finding`` with the witness to show (``engines.minimise.bounded_witness``),
-    its message for that trace and the requirement to blame. Candidates are
-    tried until ``deadline``; after it none is accepted, so the shortest
-    trace found so far stands (still failing, just longer)."""
+    its message for that trace and the requirement to blame; and the replays
+    the witness took, at most ``tries`` (then the shortest trace found so
+    far stands: still failing, just longer)."""
+    used = 0
     trace = finding.trace
     family = _family(profile, finding.requirement)
     if not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
         with watchdog.shortened(0.5):
-            fails = fails_with(subject, profile, capacity, finding.requirement)
-            trace = shrink(trace, lambda t: time.monotonic() < deadline and fails(t),
-                           max_tries=40)
+            trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
+                           max_tries=min(40, tries))
+            used = min(40, tries)
     elif finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
-        trace = bounded_witness(
+        trace, used = bounded_witness(
             trace, fails_with(subject, profile, capacity, family),
-            fails_with(subject, profile, capacity, family, observe=False), deadline)
+            fails_with(subject, profile, capacity, family, observe=False), tries)
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
@@ -307,15 +308,16 @@ def _minimise(
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
     return Finding(requirement, message, trace, finding.engine, True,
-                   finding.found_after_s, finding.found_after_calls)
+                   finding.found_after_s, finding.found_after_calls), used
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
 MIN_MINIMISE_SECONDS = 3.0
-MINIMISE_SHARE = 0.4
-"""Policyspec's own minimising of a run's findings takes at most this
-share of the budget (at least MIN_MINIMISE_SECONDS), on top of it: a
-failing quick run stays under 30 s wall."""
+MINIMISE_TRIES = 100
+"""Replays policyspec's own minimising of a run's findings may make, per
+second of the budget (at least MIN_MINIMISE_SECONDS): a failing quick run
+stays under 30 s wall, and being a count, not a clock, the same seed gives
+the same trace however busy the machine."""
 _HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
 
 
@@ -372,7 +374,7 @@ def _report(
     *,
     minimise: bool = True,
     watchdog: Watchdog,
-    minimise_seconds: float = 0.0,
+    minimise_tries: int = 0,
 ) -> Report:
     registry = load_registry()
     checked: Counter[str] = Counter()
@@ -388,17 +390,18 @@ def _report(
             if old is None or len(finding.trace) < len(old.trace):
                 found[finding.requirement] = finding
     best: dict[str, Finding] = {}
-    # The shortest trace of each id is minimised, MUSTs first, within one
-    # time budget shared out as it goes: a finding gets its part of what is
-    # left, so early ones that end quickly leave more to later ones.
+    # The shortest trace of each id is minimised, MUSTs first, with one
+    # budget of replays shared out as it goes: a finding gets its part of
+    # what is left, so early ones that end quickly leave more to later ones.
     order = sorted(found.values(), key=lambda f: (
         registry[f.requirement].level != "MUST" if f.requirement in registry else False,
         f.requirement))
-    end = time.monotonic() + minimise_seconds
+    left = minimise_tries
     for index, finding in enumerate(order):
         if minimise:
-            deadline = time.monotonic() + (end - time.monotonic()) / (len(order) - index)
-            finding = _minimise(subject, profile, capacity, finding, watchdog, deadline)
+            finding, used = _minimise(subject, profile, capacity, finding, watchdog,
+                                      left // (len(order) - index))
+            left -= used
         old = best.get(finding.requirement)
         if old is None or len(finding.trace) < len(old.trace):
             best[finding.requirement] = finding

@@ -247,8 +247,8 @@ def _run_lockstep(
 
 # -- judging and shrinking --------------------------------------------------------------
 
-SHRINK_SECONDS = 3.0
-"""Wall seconds the engine shrinks one finding for, replays included."""
+SHRINK_TRIES = 1000
+"""Replays the engine shrinks one finding with."""
 
 
 def _judge(
@@ -287,10 +287,11 @@ def _judge(
 def _shrink(
     subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str
 ) -> tuple[Action, ...]:
-    """At most SHRINK_SECONDS: the report's minimiser goes on from the result."""
+    """At most SHRINK_TRIES replays: the report's minimiser goes on from the
+    result."""
     return bounded_witness(
         trace,
         fails_with(subject, profile, capacity, requirement),
         fails_with(subject, profile, capacity, requirement, observe=False),
-        monotonic() + SHRINK_SECONDS,
-    )
+        SHRINK_TRIES,
+    )[0]

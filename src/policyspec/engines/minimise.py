@@ -11,7 +11,6 @@ in rounds with the generic shrinker until a round gains nothing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 
 from policyspec.engines.shrink import shrink
@@ -68,22 +67,32 @@ def witness(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
 
 
 def bounded_witness(
-    trace: Sequence[Action], observed: Fails, unobserved: Fails, deadline: float
-) -> tuple[Action, ...]:
-    """``witness`` within a deadline (``time.monotonic()``), after which no
-    candidate is accepted and the shortest trace found stands. Replays
-    without ``get`` observation are much cheaper: when the failure shows
-    without it, shrink that way and keep the result if it fails observed
-    too; otherwise shrink observed."""
+    trace: Sequence[Action], observed: Fails, unobserved: Fails, tries: int
+) -> tuple[tuple[Action, ...], int]:
+    """``witness`` with at most ``tries`` replays, after which no candidate
+    is accepted and the shortest trace found stands; and the replays used.
+    A count, not a clock, so that the same seed gives the same trace on a
+    busy machine. Replays without ``get`` observation are much cheaper:
+    when the failure shows without it, shrink that way and keep the result
+    if it fails observed too; otherwise shrink observed."""
+    used = 0
 
-    def until(fails: Fails) -> Fails:
-        return lambda candidate: time.monotonic() < deadline and fails(candidate)
+    def counted(fails: Fails) -> Fails:
+        def bounded(candidate: Sequence[Action]) -> bool:
+            nonlocal used
+            if used >= tries:
+                return False
+            used += 1
+            return fails(candidate)
+        return bounded
 
-    if unobserved(trace):
-        small = witness(trace, until(unobserved))
+    if counted(unobserved)(trace):
+        small = witness(trace, counted(unobserved))
         if observed(small):
-            return small
-    return witness(trace, until(observed))
+            return small, used
+    elif not counted(observed)(trace):
+        return tuple(trace), used  # no replay shows it (another engine's own check)
+    return witness(trace, counted(observed)), used
 
 
 def legalized(trace: Sequence[Action]) -> tuple[Action, ...]:
