@@ -99,7 +99,7 @@ _SHARED = frozenset({
     "sightings",
 })
 _COPIED = frozenset({
-    "policy", "blocks", "_given", "last_evict", "written", "known", "trace",
+    "policy", "blocks", "_given", "last_evict", "written", "inserted_at", "known", "trace",
     "soft", "checked", "contexts",
 })
 
@@ -110,16 +110,15 @@ def fork(h: Lockstep) -> Lockstep:
     land on the copies), the model state and the harness's bookkeeping. The
     copy starts with empty ``checked`` counts."""
     if set(vars(h)) - _SHARED - _COPIED:
-        memo: dict[int, Any] = {
-            id(x): x
-            for x in (h.subject, h.profile, h.fatal, h.keys, h.model, h._worker)
-        }
+        shared = [getattr(h, name) for name in _SHARED if hasattr(h, name)]
+        memo: dict[int, Any] = {id(x): x for x in shared}
         return copy.deepcopy(h, memo)
     new = copy.copy(h)
     new.policy, new.blocks, new._given, new.last_evict, new.contexts = clone(
         (h.policy, h.blocks, h._given, h.last_evict, h.contexts), {}
     )
     new.written = dict(h.written)
+    new.inserted_at = dict(h.inserted_at)
     new.known = set(h.known)
     new.trace = list(h.trace)
     new.soft = list(h.soft)
