@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import json
 import os
 import platform
 import re
@@ -29,14 +30,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 from benchmarks.mutation_ledger import Ledger, MutantId, load_ledger
 
-__all__ = ["TARGETS", "Outcome", "Target", "main", "run_target"]
+__all__ = ["TARGETS", "Mutant", "Outcome", "Target", "enumerate_mutants", "main",
+           "mutants_of", "run_target"]
 
 ROOT = Path(__file__).resolve().parent.parent
 COPIED = ("src", "spec")
@@ -168,10 +171,53 @@ def killed_by(output: str) -> tuple[str, ...]:
 
 def _changed_lines(diff: str) -> tuple[str, str]:
     body = [line for line in diff.splitlines()
-            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+            if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()]
     before = " / ".join(line[1:].strip() for line in body if line.startswith("-"))
     after = " / ".join(line[1:].strip() for line in body if line.startswith("+"))
     return before, after
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One cosmic-ray mutant of a file: its work item, its identity, its source."""
+
+    item: Any
+    """cosmic-ray's ``WorkItem``."""
+    id: MutantId
+    source: str
+    diff: str
+
+
+def enumerate_mutants(module: Path, path: str, db: Any) -> list[Mutant]:
+    """Every mutant cosmic-ray's default operators make of ``module`` (shown
+    as ``path``), recorded in the session ``db``, in a fixed order."""
+    from cosmic_ray.commands.init import init
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
+
+    original = module.read_text(encoding="utf-8")
+    init([module], db, {})
+    found = []
+    for item in sorted(db.work_items, key=lambda i: (i.mutations[0].operator_name,
+                                                     i.mutations[0].occurrence)):
+        spec = item.mutations[0]
+        source = mutate_code(original, get_operator(spec.operator_name)(), spec.occurrence)
+        diff = "\n".join(_unified(original, source or original, path))
+        before, after = _changed_lines(diff)
+        mutant_id = MutantId(Path(path).name, spec.definition_name or "",
+                             spec.operator_name.removeprefix("core/"), before, after)
+        found.append(Mutant(item, mutant_id, source or original, diff))
+    return found
+
+
+def mutants_of(target: Target) -> list[Mutant]:
+    """The mutants of the worktree's file (read, never written), for
+    reporting and proofs; the session db is thrown away."""
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    with (tempfile.TemporaryDirectory(prefix="policyspec-mutation-db-") as scratch,
+          use_db(str(Path(scratch) / "session.sqlite"), WorkDB.Mode.create) as db):
+        return enumerate_mutants(ROOT / target.path, target.path, db)
 
 
 def run_target(
@@ -183,9 +229,7 @@ def run_target(
     say: Callable[[str], None],
 ) -> FileResult:
     """Every mutant of ``target``, judged in a scratch tree."""
-    from cosmic_ray.commands.init import init
-    from cosmic_ray.mutating import mutate_and_test, mutate_code
-    from cosmic_ray.plugins import get_operator
+    from cosmic_ray.mutating import mutate_and_test
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
@@ -202,21 +246,14 @@ def run_target(
             raise SystemExit(f"the unmutated {target.path} fails its own check:\n"
                              f"{baseline.stdout[-2000:]}")
         with use_db(str(scratch / "session.sqlite"), WorkDB.Mode.create) as db:
-            init([module], db, {})
-            items = sorted(db.work_items, key=lambda i: (i.mutations[0].operator_name,
-                                                         i.mutations[0].occurrence))
-            for index, item in enumerate(items[:limit], 1):
-                spec = item.mutations[0]
-                operator = get_operator(spec.operator_name)()
-                mutated = mutate_code(original, operator, spec.occurrence)
+            mutants = enumerate_mutants(module, target.path, db)[:limit]
+            for index, mutant in enumerate(mutants, 1):
                 t0 = time.monotonic()
-                if mutated is not None and annotation_only(original, mutated):
-                    diff = "\n".join(
-                        line for line in _unified(original, mutated, target.path))
+                ids: tuple[str, ...] = ()
+                if annotation_only(original, mutant.source):
                     status, ids = "annotation", ()
                 else:
-                    work = mutate_and_test(item.mutations, command, timeout)
-                    diff = work.diff or ""
+                    work = mutate_and_test(mutant.item.mutations, command, timeout)
                     if work.worker_outcome != WorkerOutcome.NORMAL:
                         status, ids = "error", (str(work.worker_outcome),)
                     elif work.test_outcome == TestOutcome.SURVIVED:
@@ -225,13 +262,10 @@ def run_target(
                         status, ids = "timeout", ()
                     else:
                         status, ids = "killed", killed_by(work.output or "")
-                    db.set_result(item.job_id, work)
-                before, after = _changed_lines(diff)
-                mutant = MutantId(Path(target.path).name, spec.definition_name or "",
-                                  spec.operator_name.removeprefix("core/"), before, after)
-                outcome = Outcome(mutant, diff, status, ids, time.monotonic() - t0)
+                    db.set_result(mutant.item.job_id, work)
+                outcome = Outcome(mutant.id, mutant.diff, status, ids, time.monotonic() - t0)
                 result.outcomes.append(outcome)
-                say(f"   [{index}/{len(items[:limit])}] {status:<10} {mutant.short()}"
+                say(f"   [{index}/{len(mutants)}] {status:<10} {mutant.id.short()}"
                     f"{'  ' + ','.join(ids) if ids else ''}  ({outcome.seconds:.0f} s)")
         if module.read_text(encoding="utf-8") != original:
             raise SystemExit(f"cosmic-ray left a mutant in the scratch copy of {target.path}")
@@ -279,6 +313,38 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
     say("")
 
 
+def save(path: str, heading: list[str], budget: str, results: list[FileResult]) -> None:
+    """The run's outcomes as JSON, so ``--render`` can classify them again
+    after the ledger changes, without running the mutants again."""
+    files = [{
+        "path": r.target.path,
+        "sha256": hashlib.sha256((ROOT / r.target.path).read_bytes()).hexdigest(),
+        "seconds": r.seconds,
+        "outcomes": [{"id": asdict(o.mutant), "status": o.status,
+                      "killed_by": list(o.killed_by), "seconds": o.seconds}
+                     for o in r.outcomes],
+    } for r in results]
+    Path(path).write_text(json.dumps({"heading": heading, "budget": budget, "files": files},
+                                     indent=1) + "\n", encoding="utf-8")
+
+
+def load(path: str) -> tuple[list[str], str, list[FileResult]]:
+    """A saved run; survivors' diffs are made again from the current file
+    when it is the one the run mutated (same hash)."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    by_path = {t.path: t for t in TARGETS}
+    results = []
+    for saved in data["files"]:
+        target = by_path[saved["path"]]
+        diffs: dict[MutantId, str] = {}
+        if hashlib.sha256((ROOT / target.path).read_bytes()).hexdigest() == saved["sha256"]:
+            diffs = {m.id: m.diff for m in mutants_of(target)}
+        outcomes = [Outcome(MutantId(**o["id"]), diffs.get(MutantId(**o["id"]), ""), o["status"],
+                            tuple(o["killed_by"]), o["seconds"]) for o in saved["outcomes"]]
+        results.append(FileResult(target, outcomes, saved["seconds"]))
+    return data["heading"], data["budget"], results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.mutation", description=__doc__)
     parser.add_argument("--budget", default="4", help="policyspec check --budget per mutant")
@@ -288,6 +354,9 @@ def main(argv: list[str] | None = None) -> int:
                         "contains this (repeatable)")
     parser.add_argument("--limit", type=int, help="only the first N mutants per file (a smoke run)")
     parser.add_argument("--out", help="also write the report to this file")
+    parser.add_argument("--json", help="also save the outcomes to this file (for --render)")
+    parser.add_argument("--render", metavar="JSON", help="run nothing: report a saved run, "
+                        "classified with the current ledger")
     args = parser.parse_args(argv)
     lines: list[str] = []
 
@@ -298,26 +367,42 @@ def main(argv: list[str] | None = None) -> int:
     def progress(line: str) -> None:
         print(line, flush=True)
 
-    targets = [t for t in TARGETS if not args.only or any(o in t.path for o in args.only)]
-    watched = [ROOT / t.path for t in targets]
-    before = fingerprint(watched)
     ledger = load_ledger()
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True, check=False).stdout.strip()
-    say(f"policyspec mutation benchmark, {date.today()}, commit {commit or '?'}, "
-        f"cosmic-ray {version('cosmic-ray')}, Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, load average {_load()} at the start")
-    started = time.monotonic()
-    results = [run_target(t, budget=args.budget, timeout=args.timeout, limit=args.limit,
-                          say=progress) for t in targets]
-    say(f"(wall time {time.monotonic() - started:.0f} s; load average {_load()} at the end)\n")
+    if args.render:
+        heading, budget, results = load(args.render)
+        for line in heading:
+            say(line)
+        say(f"(report rendered from {args.render} with the ledger at commit {_commit()})\n")
+    else:
+        budget = args.budget
+        targets = [t for t in TARGETS if not args.only or any(o in t.path for o in args.only)]
+        watched = [ROOT / t.path for t in targets]
+        before = fingerprint(watched)
+        heading = [f"policyspec mutation benchmark, {date.today()}, commit {_commit()}, "
+                   f"cosmic-ray {version('cosmic-ray')}, Python {platform.python_version()}, "
+                   f"{os.cpu_count()} CPUs, load average {_load()} at the start"]
+        say(heading[0])
+        started = time.monotonic()
+        results = [run_target(t, budget=budget, timeout=args.timeout, limit=args.limit,
+                              say=progress) for t in targets]
+        heading.append(f"(wall time {time.monotonic() - started:.0f} s; load average {_load()} "
+                       "at the end)")
+        say(heading[1] + "\n")
+        if fingerprint(watched) != before:
+            raise SystemExit("a reference file of the worktree changed during the run")
+        if args.json:
+            save(args.json, heading, budget, results)
     for result in results:
-        report(result, ledger, args.budget, say)
-    if fingerprint(watched) != before:
-        raise SystemExit("a reference file of the worktree changed during the run")
+        report(result, ledger, budget, say)
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return 0
+
+
+def _commit() -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "?"
 
 
 def _load() -> str:
