@@ -2,9 +2,11 @@
 
 Every mutant cosmic-ray makes of a reference policy is judged by
 ``policyspec check`` of that policy's own profile at a small budget; a
-mutant the check passes survived. Each survivor must be named in
-``mutation_ledger.toml`` (a check the suite lacks, or equivalent under the
-caller contract), so a new survivor shows up as UNCLASSIFIED.
+mutant the check passes survived. Each survivor must be named in the
+ledger (``mutation_missing_checks.toml``: a check the suite lacks;
+``mutation_equivalent.toml``: equivalent under the caller contract): the
+run exits 1 on a survivor the ledger does not name, or on a listed mutant
+that was killed.
 
 Mutants are made in a scratch copy of ``src/`` and ``spec/`` and run with
 ``PYTHONPATH`` pointing there; the worktree is never written (its reference
@@ -38,8 +40,8 @@ from typing import Any
 
 from benchmarks.mutation_ledger import Ledger, MutantId, load_ledger
 
-__all__ = ["TARGETS", "Mutant", "Outcome", "Target", "enumerate_mutants", "main",
-           "mutants_of", "run_target"]
+__all__ = ["TARGETS", "Mutant", "Outcome", "Target", "enumerate_mutants",
+           "ledger_problems", "main", "mutants_of", "run_target"]
 
 ROOT = Path(__file__).resolve().parent.parent
 COPIED = ("src", "spec")
@@ -394,9 +396,29 @@ def main(argv: list[str] | None = None) -> int:
             save(args.json, heading, budget, results)
     for result in results:
         report(result, ledger, budget, say)
+    problems = ledger_problems(results, ledger)
+    for problem in problems:
+        say(f"LEDGER: {problem}")
     if args.out:
         Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return 0
+    return 1 if problems else 0
+
+
+def ledger_problems(results: list[FileResult], ledger: Ledger) -> list[str]:
+    """Why the run disagrees with the ledger: a survivor it does not list,
+    or a listed mutant that was killed (a missing check that now exists, or
+    an 'equivalent' mutant that is not)."""
+    problems = []
+    for result in results:
+        for outcome in result.outcomes:
+            survived = outcome.status in ("survived", "timeout")
+            kind = ledger.classify(outcome.mutant).kind
+            if survived and kind == "unclassified":
+                problems.append(f"unclassified survivor {outcome.mutant.short()}")
+            elif outcome.status == "killed" and kind != "unclassified":
+                problems.append(f"listed as {kind} but killed by {','.join(outcome.killed_by)}: "
+                                f"{outcome.mutant.short()} (delete or correct the entry)")
+    return problems
 
 
 def _commit() -> str:
