@@ -71,13 +71,13 @@ def lru_session(policy_class: Any, k: int, r0: int, r1: int, n: int,
 
 
 def arc_session(policy_class: Any, ghosts: int, hit: bool, k: int, r0: int, r1: int,
-                frequent: bool, n: int, p0: bool, p1: bool) -> object:
+                frequent: bool, n: int, p0: bool) -> object:
     """Capacity 2. Up to three ghost keys stored and evicted (B1 holds at
     most two of them), a touch of the first ghost when ``hit`` (a ghost
     hit moves the target), up to two keys (states r0, r1), key 0 touched
     again when ``frequent`` (a ready key moves to T2), then evict(n,
-    protected) with n up to 3 and any protected subset of {0, 1}."""
-    if not (0 <= ghosts <= 3 and 0 <= k <= 2 and 0 <= n <= 3):
+    protected) with n up to 2 and key 0 protected or not."""
+    if not (0 <= ghosts <= 3 and 0 <= k <= 2 and 0 <= n <= 2):
         raise IgnoreAttempt
     policy = policy_class(cache_capacity=2)
     ghost_keys = list(range(10, 10 + ghosts))
@@ -90,8 +90,7 @@ def arc_session(policy_class: Any, ghosts: int, hit: bool, k: int, r0: int, r1: 
     _stored(policy, (r0, r1)[:k])
     if frequent and k:
         policy.touch([0])
-    protected = {key for key, flag in enumerate((p0, p1)) if flag}
-    got = policy.evict(n, protected)
+    got = policy.evict(n, {0} if p0 else set())
     state = ([(key, b.block_id) for key, b in policy.t1.items()],
              [(key, b.block_id) for key, b in policy.t2.items()],
              list(policy.b1), list(policy.b2), policy.target_t1_size)
@@ -113,7 +112,7 @@ DRIVERS: dict[str, Driver] = {
         ("p0", "bool"), ("p1", "bool"), ("p2", "bool"))),
     "arc.py": Driver("arc_session", "ARCCachePolicy", (
         ("ghosts", "int"), ("hit", "bool"), ("k", "int"), ("r0", "int"), ("r1", "int"),
-        ("frequent", "bool"), ("n", "int"), ("p0", "bool"), ("p1", "bool"))),
+        ("frequent", "bool"), ("n", "int"), ("p0", "bool"))),
 }
 
 
