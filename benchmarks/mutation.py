@@ -64,6 +64,8 @@ TARGETS: tuple[Target, ...] = (
     Target("src/policyspec/reference/lru.py", "policyspec.reference:LRUCachePolicy", "lru"),
     Target("src/policyspec/reference/arc.py", "policyspec.reference:ARCCachePolicy", "arc",
            ("--capacity", "8")),
+    Target("src/policyspec/reference/lru_033.py", "policyspec.reference:LRU033CachePolicy",
+           "lru-0.33"),
 )
 """One line per reference policy (the 0.33 references join here)."""
 
@@ -112,10 +114,13 @@ def fingerprint(paths: Sequence[Path]) -> dict[str, str]:
 
 def check_command(target: Target, scratch: Path, budget: str) -> str:
     """The command cosmic-ray runs per mutant: ``policyspec check`` on the
-    scratch copy (``env`` puts it first on the path)."""
+    scratch copy (``env`` puts it first on the path), on one core (the
+    benchmark judges one mutant at a time), stopping at the first MUST
+    failure (a killed mutant needs one)."""
     return shlex.join(["env", f"PYTHONPATH={scratch / 'src'}", sys.executable, "-m",
                        "policyspec", "check", target.policy, "--profile", target.profile,
-                       "--budget", budget, "--seed", "0", *target.options])
+                       "--budget", budget, "--seed", "0", "--jobs", "1", "--fail-fast", "-q",
+                       *target.options])
 
 
 def imports_scratch(scratch: Path) -> bool:
