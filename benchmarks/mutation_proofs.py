@@ -29,7 +29,7 @@ from crosshair import IgnoreAttempt
 from benchmarks.mutation import ROOT, TARGETS, Mutant, Target, mutants_of
 from benchmarks.mutation_ledger import load_ledger
 
-__all__ = ["DRIVERS", "Block", "Driver", "arc_session", "lru_session", "main", "prove"]
+__all__ = ["DRIVERS", "Block", "Context", "Driver", "arc_session", "lru_session", "main", "prove"]
 
 
 class Block:
@@ -40,14 +40,32 @@ class Block:
         self.block_id = block_id
 
 
-def _stored(policy: Any, refs: tuple[int, ...]) -> None:
+class Context:
+    """A stand-in ``ReqContext`` (R9): per-request state and key positions."""
+
+    def __init__(self, positions: dict[int, int] | None = None) -> None:
+        self.positions = positions or {}
+        self.states: dict[type, Any] = {}
+
+    def get_state(self, cls: type[Any], /) -> Any:
+        return self.states.get(cls)
+
+    def set_state(self, val: Any, /) -> None:
+        self.states[type(val)] = val
+
+    def get_offload_key_position(self, key: Any, /) -> int | None:
+        return self.positions.get(key)
+
+
+def _stored(policy: Any, refs: tuple[int, ...], *context: Any) -> None:
     """Keys 0, 1, ... stored as the manager stores them: inserted in flight
-    (-1) or idle (0); a key being read (1) was idle when its load began."""
+    (-1) or idle (0); a key being read (1) was idle when its load began.
+    ``context``: the request context an R9 ``insert`` takes."""
     if any(ref not in (-1, 0, 1) for ref in refs):
         raise IgnoreAttempt
     for key, ref in enumerate(refs):
         block = Block(min(ref, 0), key)
-        policy.insert(key, block)
+        policy.insert(key, block, *context)
         if ref > 0:
             policy.mark_non_evictable(key)
             block.ref_cnt = ref
@@ -72,7 +90,7 @@ def lru_session(policy_class: Any, k: int, r0: int, r1: int, n: int,
 
 def arc_session(policy_class: Any, ghosts: int, hit: bool, k: int, r0: int, r1: int,
                 frequent: bool, n: int, p0: bool) -> object:
-    """Capacity 2. Up to three ghost keys stored and evicted (B1 holds at
+    """The R9 ARC at capacity 2. Up to three ghost keys stored and evicted (B1 holds at
     most two of them), a touch of the first ghost when ``hit`` (a ghost
     hit moves the target), up to two keys (states r0, r1), key 0 touched
     again when ``frequent`` (a ready key moves to T2), then evict(n,
@@ -80,16 +98,17 @@ def arc_session(policy_class: Any, ghosts: int, hit: bool, k: int, r0: int, r1: 
     if not (0 <= ghosts <= 3 and 0 <= k <= 2 and 0 <= n <= 2):
         raise IgnoreAttempt
     policy = policy_class(cache_capacity=2)
+    context = Context()
     ghost_keys = list(range(10, 10 + ghosts))
     for key in ghost_keys:
-        policy.insert(key, Block(0, key))
+        policy.insert(key, Block(0, key), context)
     if ghost_keys:
         policy.evict(len(ghost_keys), set())
     if hit:
-        policy.touch([10])
-    _stored(policy, (r0, r1)[:k])
+        policy.touch([10], context)
+    _stored(policy, (r0, r1)[:k], context)
     if frequent and k:
-        policy.touch([0])
+        policy.touch([0], context)
     got = policy.evict(n, {0} if p0 else set())
     state = ([(key, b.block_id) for key, b in policy.t1.items()],
              [(key, b.block_id) for key, b in policy.t2.items()],
