@@ -82,6 +82,9 @@ class CheckOptions:
     engines: tuple[str, ...] | None = None
     """Engines to run by name; None: every default engine."""
     capacity: int = DEFAULT_CAPACITY
+    capacity_fixed: bool = False
+    """``capacity`` was chosen (``--capacity``): engines that draw sizes
+    keep to it instead of drawing capacities of their own."""
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     shard: tuple[int, int] = (1, 1)
     hypothesis_db: str | None = None
@@ -202,6 +205,7 @@ def run_check(
         strict=options.strict if strict is None else strict,
         engines=options.engines if engines is None else tuple(engines),
         capacity=options.capacity if capacity is None else capacity,
+        capacity_fixed=options.capacity_fixed or capacity is not None,
         call_timeout=options.call_timeout if call_timeout is None else call_timeout,
         shard=options.shard if shard is None else shard,
     )
@@ -227,7 +231,7 @@ def run_check(
     def build(item: Item) -> EngineContext:
         return EngineContext(
             subject, profile, item.seconds, item.seed, options.capacity, item.shard, database,
-            options.depth, options.keys, options.symmetry,
+            options.depth, options.keys, options.symmetry, options.capacity_fixed,
         )
 
     sightings = Sightings(started)
@@ -283,8 +287,14 @@ def _minimise(
     far stands: still failing, just longer)."""
     used = 0
     trace = finding.trace
+    capacity = finding.capacity or capacity
     family = _family(profile, finding.requirement)
-    if not finding.shrunk and finding.requirement in _COSTLY:
+    if finding.capacity is not None:
+        # The engine chose the capacity and shrank the sizes itself (the
+        # size engine): its traces hold thousands of stores, which the
+        # minimiser would replay once per key.
+        pass
+    elif not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
         with watchdog.shortened(0.5):
@@ -308,7 +318,7 @@ def _minimise(
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
     return Finding(requirement, message, trace, finding.engine, True,
-                   finding.found_after_s, finding.found_after_calls), used
+                   finding.found_after_s, finding.found_after_calls, finding.capacity), used
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
@@ -433,11 +443,11 @@ def _report(
                 title=known.title if known else rid,
                 message=finding.message,
                 trace=[describe(a, marks) for a in finding.trace],
-                repro=repro(subject.name, capacity, finding.trace, f"{rid}: {finding.message}",
-                            marks),
+                repro=repro(subject.name, finding.capacity or capacity, finding.trace,
+                            f"{rid}: {finding.message}", marks),
                 engine=finding.engine,
-                actions=record_actions(subject, profile, capacity, finding.trace, rid,
-                                       replay=minimise),
+                actions=record_actions(subject, profile, finding.capacity or capacity,
+                                       finding.trace, rid, replay=minimise),
                 found_after_s=None if finding.found_after_s is None else round(
                     finding.found_after_s, 3),
                 found_after_calls=finding.found_after_calls,
