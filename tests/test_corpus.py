@@ -77,26 +77,12 @@ no cost; the metamorphic engine looks for every relation until the bound."""
 SEED = 20240611
 DEFAULT_ENGINES = ("fast",)
 
-_ISSUE_20 = "; issue 20 item 1"
 SUITE_GAPS: dict[str, tuple[str | None, str]] = {
     "hook_store_miss_makes_room": (
         None, "the stateful engine's 48 keys never fill the default capacity of 64, so "
         "no store miss sees a full cache (caught at --capacity 16; issue 20: sizes)"),
     "hook_store_miss_needs_a_list": (
         None, "the engines pass hooks lists only (issue 20: input shapes)"),
-    # Size-pattern faults (tests/test_size_faults.py shows each one by hand).
-    "size_touch_bulk_makes_busy_idle": (
-        None, "engines do not reach touch lists of 257 keys per call yet" + _ISSUE_20),
-    "size_touch_bulk_keeps_named_order": (
-        None, "engines do not reach touch lists of 257 keys per call yet" + _ISSUE_20),
-    "size_evict_count_compared_with_is": (
-        None, "engines do not reach evict of 257 keys per call yet" + _ISSUE_20),
-    "size_protected_cut_at_1000": (
-        None, "engines do not reach 1,001 protected keys per call yet" + _ISSUE_20),
-    "size_ring_of_4096_drops_oldest": (
-        None, "engines do not reach 4,097 idle keys yet" + _ISSUE_20),
-    "size_heap_rebuild_drops_unchanged": (
-        None, "engines do not reach touches naming 64 idle keys per call yet" + _ISSUE_20),
 }
 """file stem -> (id the suite reports instead, or None when not caught; why)."""
 

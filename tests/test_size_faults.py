@@ -5,9 +5,9 @@ the lockstep harness, replaying the same calls, reports at that size the
 id the file's header names (after the lru profile's attribution), and
 nothing one step below.
 
-The engines do not reach these sizes yet (issue 20 item 1), so
-tests/test_corpus.py lists the files in SUITE_GAPS; this module is what
-shows the planted faults are there.
+The size engine (engines/size.py) reaches them: tests/test_corpus.py runs
+each file on it (``engine=size`` in its header) at capacities it draws, and
+this module also checks each one at a fixed ``--capacity 4096``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_corpus import FAULTY, load_policy, read_header
+from test_corpus import FAULTY, SEED, load_policy, read_header
 
 from policyspec.adapters import subject_for_class
 from policyspec.engines.explain import culprit
@@ -26,6 +26,7 @@ from policyspec.engines.reproduce import failure_of
 from policyspec.model.actions import Action
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.session import run_check
 
 NONE: frozenset[int] = frozenset()
 
@@ -165,10 +166,32 @@ def test_harness_reports_the_header_id_at_the_size(fault: SizeFault) -> None:
     )
 
 
-def test_every_size_file_is_covered_here_and_a_suite_gap() -> None:
+def test_every_size_file_is_covered_here_and_run_by_the_size_engine() -> None:
     from test_corpus import SUITE_GAPS
 
     stems = {p.stem for p in Path(FAULTY).glob("size_*.py")}
     assert stems == {f.stem for f in FAULTS}
     for stem in stems:
-        assert stem in SUITE_GAPS, f"{stem}: the engines cannot reach it yet, so it is a gap"
+        assert stem not in SUITE_GAPS, f"{stem}: the size engine catches it: no gap"
+        assert read_header(FAULTY / f"{stem}.py").engines == ("size",)
+
+
+REACHABLE_AT_4096 = [f for f in FAULTS if f.capacity(f.threshold) <= 4096]
+"""The ring of 4,096 slots needs 4,097 idle keys: no legal caller puts them
+in a cache of 4,096 blocks, so a fixed capacity of 4,096 cannot show it."""
+
+
+@pytest.mark.parametrize("fault", REACHABLE_AT_4096, ids=[f.stem for f in REACHABLE_AT_4096])
+def test_size_engine_catches_it_at_a_fixed_capacity_of_4096(fault: SizeFault) -> None:
+    header = read_header(FAULTY / f"{fault.stem}.py")
+    report = run_check(subject_for_class(load_policy(header.path)), get_profile(header.profile),
+                       budget=5.0, seed=SEED, engines=["size"], capacity=4096)
+    found = {f.requirement for f in report.failures if f.level == "MUST"}
+    assert header.requirement in found, (fault.stem, found)
+    assert found <= {header.requirement} | header.also, (fault.stem, found)
+    assert report.stats["capacity"] == 4096
+
+
+def test_the_ring_needs_more_than_4096_blocks() -> None:
+    ring = next(f for f in FAULTS if f.stem == "size_ring_of_4096_drops_oldest")
+    assert ring not in REACHABLE_AT_4096 and ring.capacity(ring.threshold) == 4097

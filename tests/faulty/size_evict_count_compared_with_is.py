@@ -9,6 +9,8 @@ and the manager frees block ids it never meant to give back.
 
 Size: ``evict(n)`` with n of 257 or more while more than n idle keys are
 outside ``protected``; n = 256 is correct.
+
+engine: size (the engine that draws sizes; the others stay at 64 blocks)
 """
 
 from collections.abc import Collection

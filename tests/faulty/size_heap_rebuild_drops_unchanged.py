@@ -16,6 +16,8 @@ names the touch that caused it.
 Size: a touch that names at least 64 idle keys, and at least a quarter of
 all idle keys, while some idle key is not named; 63 named idle keys take
 the per-key path and are correct.
+
+engine: size (the engine that draws sizes; the others stay at 64 blocks)
 """
 
 from collections.abc import Collection, Iterable

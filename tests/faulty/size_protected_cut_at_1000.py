@@ -10,6 +10,8 @@ make room for the very store that offered them, like BUGS.md V1.
 Size: ``evict`` with more than 1,000 protected keys, one of the keys past
 the cut idle and chosen before an unprotected one; 1,000 protected keys
 are all honoured.
+
+engine: size (the engine that draws sizes; the others stay at 64 blocks)
 """
 
 from collections.abc import Collection

@@ -12,6 +12,8 @@ wrong victim.
 
 Size: more than 4,096 idle keys at once (so a cache of 4,097 blocks or
 more); 4,096 idle keys fit and are handled correctly.
+
+engine: size (the engine that draws sizes; the others stay at 64 blocks)
 """
 
 from collections import deque

@@ -10,6 +10,8 @@ head of a hot prefix before its tail.
 
 Size: a touch of 257 keys or more that names at least two idle keys; a
 touch of 256 keys takes the per-key path and is correct.
+
+engine: size (the engine that draws sizes; the others stay at 64 blocks)
 """
 
 from collections import OrderedDict

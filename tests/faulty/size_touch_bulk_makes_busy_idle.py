@@ -13,6 +13,8 @@ harness sees is the eviction of a busy block (EVICT-IDLE-ONLY).
 Size: a touch of 257 keys or more (any mix of states, absent keys count)
 that names a block in flight or being read; a touch of 256 keys takes the
 per-key path and is correct.
+
+engine: size (the engine that draws sizes; the others stay at 64 blocks)
 """
 
 from collections import OrderedDict

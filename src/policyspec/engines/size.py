@@ -209,9 +209,11 @@ def scenario_runs(scenario: Scenario, capacity: int, view: StateView) -> Iterato
         elif op == "evict_one":
             yield ("evict", 1, frozenset())
         elif op == "store_more":
-            room = capacity - len(refs)
+            # As many as the scenario stored at first (so they shrink with
+            # it), where they fit.
+            room = min(capacity - len(refs), scenario.fill, length)
             if room > 0:
-                yield ("insert", [next(absent) for _ in range(min(room, length))], IDLE)
+                yield ("insert", [next(absent) for _ in range(room)], IDLE)
 
 
 # -- running scenarios ---------------------------------------------------------
