@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from policyspec.engines.action_source import Run
 from policyspec.engines.oracle import FastOracle
+from policyspec.harness.shapes import keys_shape, order, passed, set_shape
 from policyspec.model.state import IDLE
 from policyspec.model.step import Refinement
 from policyspec.subject import Subject
@@ -43,6 +44,8 @@ class Difference(Exception):
 
 
 _REF_CNT = attrgetter("ref_cnt")
+_IN_ORDER = frozenset({"list", "tuple", "generator"})
+"""Shapes that give the keys in the order named."""
 _BLOCK_ID = attrgetter("block_id")
 
 
@@ -233,9 +236,12 @@ class Driver:
 
     def touch(self, run: Run) -> int:
         named = run[1]
-        self.policy.touch(list(map(self.real, named)))
+        shape = keys_shape("touch", named)
+        given = passed(shape, list(map(self.real, named)))
+        self.policy.touch(given)
         self.calls += 1
-        self.oracle.touch(named)
+        self.oracle.touch(named if shape in _IN_ORDER else order(shape, given, named,
+                                                                  self.model_of.get))
         self._observe(named, "TOUCH-KEEPS-MEMBERSHIP")
         return 1
 
@@ -262,7 +268,8 @@ class Driver:
             self.evict_checks["EVICT-ZERO"] += 1
         else:
             self._count_evict(n, protected)
-        result = self.policy.evict(n, set(map(self.real, protected)))
+        result = self.policy.evict(n, passed(set_shape("evict", protected),
+                                             list(map(self.real, protected))))
         self.calls += 1
         if result is None:
             self.refused += 1
