@@ -625,13 +625,13 @@ def _show_keys(keys: Iterable[int]) -> str:
 
 def _copy(given: Any) -> Any:
     """A copy of a mutable container handed to the policy, to tell later
-    whether it changed (API-ARGS-UNCHANGED); None for one that cannot
-    change (tuple, frozenset) or be read again (a generator)."""
+    whether it changed (API-ARGS-UNCHANGED); None for one the policy cannot
+    change (tuple, frozenset, a read-only dict view) or read again (a
+    generator). Only lists and sets are kept, so a harness stays copyable
+    (``engines.snapshot.fork``: a view or a generator cannot be copied)."""
     if isinstance(given, list):
         return list(given)
     if isinstance(given, set):
-        return set(given)
-    if isinstance(given, type({}.keys())):
         return set(given)
     return None
 
