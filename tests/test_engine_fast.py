@@ -27,9 +27,8 @@ from policyspec.engines.fast import run_fast
 from policyspec.engines.fast_driver import Driver
 from policyspec.engines.oracle import FastOracle
 from policyspec.harness import Lockstep
-from policyspec.harness.shapes import keys_shape, order, passed
 from policyspec.keymap import KeyMap
-from policyspec.model.actions import Action, is_legal
+from policyspec.model.actions import is_legal
 from policyspec.model.evict import eligible
 from policyspec.model.preconditions import (
     can_insert,
@@ -50,16 +49,6 @@ LRU = subject_from_class(LRUCachePolicy)
 # -- the driver and its oracle against the pure model ----------------------------------
 
 
-def _as_passed(action: Action, keymap: KeyMap) -> Action:
-    """A touch as the policy saw it: a set gives its keys in its own order
-    (harness.shapes), which the lockstep harness steps the model with."""
-    if action[0] != "touch":
-        return action
-    shape = keys_shape("touch", action[1])
-    given = passed(shape, keymap.reals(action[1]))
-    return ("touch", order(shape, given, action[1], keymap.index.get))
-
-
 @pytest.mark.parametrize("profile", ["core", "lru"])
 @pytest.mark.parametrize("seed", range(3))
 def test_the_fast_driver_moves_like_the_model_on_the_same_runs(profile: str, seed: int) -> None:
@@ -78,7 +67,7 @@ def test_the_fast_driver_moves_like_the_model_on_the_same_runs(profile: str, see
         drawn = source.draw(driver.oracle)
         Driver.HANDLERS[drawn[0]](driver, drawn)
         for action in actions_of(drawn):
-            model = model.after([_as_passed(action, keymap)])
+            model = model.after([action])
         assert driver.oracle.to_state() == model.state, drawn
     driver.sweep()
     assert driver.evicted > 10 and driver.calls > 1000

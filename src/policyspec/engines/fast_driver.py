@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 from policyspec.engines.action_source import Run
 from policyspec.engines.oracle import FastOracle
-from policyspec.harness.shapes import keys_shape, order, passed, set_shape
+from policyspec.harness.shapes import keys_shape, passed, set_shape
 from policyspec.model.state import IDLE
 from policyspec.model.step import Refinement
 from policyspec.subject import Subject
@@ -44,8 +44,6 @@ class Difference(Exception):
 
 
 _REF_CNT = attrgetter("ref_cnt")
-_IN_ORDER = frozenset({"list", "tuple", "generator"})
-"""Shapes that give the keys in the order named."""
 _BLOCK_ID = attrgetter("block_id")
 
 
@@ -236,12 +234,9 @@ class Driver:
 
     def touch(self, run: Run) -> int:
         named = run[1]
-        shape = keys_shape("touch", named)
-        given = passed(shape, list(map(self.real, named)))
-        self.policy.touch(given)
+        self.policy.touch(passed(keys_shape("touch", named), list(map(self.real, named))))
         self.calls += 1
-        self.oracle.touch(named if shape in _IN_ORDER else order(shape, given, named,
-                                                                  self.model_of.get))
+        self.oracle.touch(named)
         self._observe(named, "TOUCH-KEEPS-MEMBERSHIP")
         return 1
 

@@ -24,7 +24,7 @@ from policyspec.harness.failures import (
     ProcessDied,
     failure_type,
 )
-from policyspec.harness.shapes import keys_shape, order, passed, set_shape
+from policyspec.harness.shapes import keys_shape, passed, set_shape
 from policyspec.harness.sightings import current as sightings_now
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as _watch
@@ -297,14 +297,13 @@ class Lockstep:
 
     def _touch(self, keys: tuple[int, ...]) -> None:
         self.known.update(keys)
-        shape = keys_shape("touch", keys)
-        given = passed(shape, [self.key(k) for k in keys])
+        given = passed(keys_shape("touch", keys), [self.key(k) for k in keys])
         original = _copy(given)
         self._call("touch", self.policy.touch, given)
         if original is not None:
             self._keep_given("touch", given, original)
         self.checked["TOUCH-TOTAL"] += 1
-        self._step(("touch", order(shape, given, keys, self.model_key)))
+        self._step(("touch", keys))
 
     def _mark_evictable(self, k: int) -> None:
         if self.has_mark:
@@ -336,21 +335,19 @@ class Lockstep:
 
     def _on_store_miss(self, r: int, keys: tuple[int, ...]) -> None:
         self.known.update(keys)
-        shape = keys_shape("on_store_miss", keys)
-        given = passed(shape, [self.key(k) for k in keys])
+        given = passed(keys_shape("on_store_miss", keys), [self.key(k) for k in keys])
         self._call("on_store_miss", self.policy.on_store_miss,  # type: ignore[attr-defined]
                    given, self.context(r))
         self.checked["HOOK-TOTAL"] += 1
-        self._step(("on_store_miss", r, order(shape, given, keys, self.model_key)))
+        self._step(("on_store_miss", r, keys))
 
     def _on_request_access(self, r: int, keys: tuple[int, ...]) -> None:
         self.known.update(keys)
-        shape = keys_shape("on_request_access", keys)
-        given = passed(shape, [self.key(k) for k in keys])
+        given = passed(keys_shape("on_request_access", keys), [self.key(k) for k in keys])
         self._call("on_request_access", self.policy.on_request_access,  # type: ignore[attr-defined]
                    given, self.context(r))
         self.checked["HOOK-TOTAL"] += 1
-        self._step(("on_request_access", r, order(shape, given, keys, self.model_key)))
+        self._step(("on_request_access", r, keys))
 
     def _on_request_finished(
         self, r: int, groups: tuple[tuple[int, ...], ...], insertion_only: frozenset[int],
