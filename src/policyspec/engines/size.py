@@ -402,9 +402,17 @@ def run_size(
     sightings = current_sightings()
     largest = 0
     deadline = started + seconds
+    rate = 0.0
+    """Most seconds per unit of ``_work`` a scenario took so far."""
+    index = 0
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
-        scenario = draw_scenario(rng, run.examples, capacity if fixed else None, most)
+        scenario = draw_scenario(rng, index, capacity if fixed else None, most)
+        index += 1
+        if examples is None and rate * _work(scenario) > deadline - monotonic():
+            continue  # would overrun the budget: a smaller tier comes next
+        began = monotonic()
         outcome = player.play(scenario, count=True)
+        rate = max(rate, (monotonic() - began) / _work(scenario))
         run.calls += outcome.calls
         sightings.calls += outcome.calls
         run.steps += sum(len(actions_of(r)) for r in outcome.runs)
@@ -422,6 +430,11 @@ def run_size(
                      + (" (fixed)" if fixed else " (drawn per scenario)"))
     run.seconds = monotonic() - started
     return run
+
+
+def _work(scenario: Scenario) -> int:
+    """What a scenario costs, roughly: the keys it stores and names."""
+    return scenario.fill + scenario.busy + scenario.length * (len(OPS) + EXTRA_OPS)
 
 
 def _judge(run: EngineRun, player: Player, scenario: Scenario, found: Difference) -> None:
