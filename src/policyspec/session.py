@@ -289,19 +289,18 @@ def _minimise(
     trace = finding.trace
     capacity = finding.capacity or capacity
     family = _family(profile, finding.requirement)
-    if finding.capacity is not None:
-        # The engine chose the capacity and shrank the sizes itself (the
-        # size engine): its traces hold thousands of stores, which the
-        # minimiser would replay once per key.
-        pass
-    elif not finding.shrunk and finding.requirement in _COSTLY:
+    # A finding at a capacity of its own (the size engine) was shrunk by
+    # size already: its traces hold thousands of stores, which the
+    # minimiser would replay once per key.
+    sized = finding.capacity is not None
+    if not sized and not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
         with watchdog.shortened(0.5):
             trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
                            max_tries=min(40, tries))
             used = min(40, tries)
-    elif finding.requirement not in _COSTLY:
+    elif not sized and finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
         trace, used = bounded_witness(

@@ -199,8 +199,11 @@ def scenario_runs(scenario: Scenario, capacity: int, view: StateView) -> Iterato
             if idle:
                 yield ("touch", [idle[0]])
         elif op == "evict_many":
-            n = min(length, max(1, len(idle) - 1))
-            yield ("evict", n, frozenset())
+            # Half the time with a few keys protected (the newest idle one,
+            # one never stored): a policy may take another path then.
+            guarded = [*idle[-1:], next(absent)] if rng.random() < 0.5 else []
+            n = min(length, max(1, len(idle) - 1 - len(guarded)))
+            yield ("evict", n, frozenset(guarded))
         elif op == "evict_protected":
             protected = idle[:min(length, max(0, len(idle) - 1))]
             yield ("evict", 1 + rng.randrange(3), frozenset(pad(protected)))
