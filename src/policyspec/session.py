@@ -46,6 +46,7 @@ __all__ = [
     "BUDGETS",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CAPACITY",
+    "SIZED_CULPRIT_MOST",
     "Budget",
     "CheckOptions",
     "check_target",
@@ -312,7 +313,8 @@ def _minimise(
         again = failure_of(subject, profile, capacity, trace, fatal=family.__contains__)
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, again.message
-    requirement = culprit(subject, profile, capacity, trace, requirement)
+    if not sized or len(trace) <= SIZED_CULPRIT_MOST:
+        requirement = culprit(subject, profile, capacity, trace, requirement)
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
@@ -327,6 +329,11 @@ MINIMISE_TRIES = 100
 second of the budget (at least MIN_MINIMISE_SECONDS): a failing quick run
 stays under 30 s wall, and being a count, not a clock, the same seed gives
 the same trace however busy the machine."""
+SIZED_CULPRIT_MOST = 160
+"""Longest trace of a sized finding whose order difference ``culprit``
+traces back to an operation: it replays every prefix with probes of the
+whole order, cubic in the trace's length (a 260-step trace ran past two
+minutes); a longer one keeps the id it was found with."""
 _HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
 
 
