@@ -31,6 +31,13 @@ trace of that size and names the requirement. A finding carries the
 capacity it was found at (``Finding.capacity``): the trace of a large
 scenario is thousands of stores long, which the key-by-key minimiser of
 the other engines would replay once per key.
+
+Limits: bisection assumes a fault shows from some size on, and finds the
+smallest size of that scenario (not of every scenario); a refinement
+without a fast oracle (arc) stops at ``LOCKSTEP_MOST`` keys, since
+``Lockstep`` checks every block after every call; no request hooks are
+called (the fast driver has none), and a SHOULD difference is only counted
+as seen, not reported (the fast engine reports those).
 """
 
 from __future__ import annotations
