@@ -376,8 +376,8 @@ def shrink_scenario(player: Player, scenario: Scenario, requirement: str) -> Sce
     for _ in range(2):
         before = best
         best = emptier(shorter(best))
-        for simpler in (replace(best, slack=0), replace(best, stores=False),
-                        replace(best, busy=1)):
+        for change in ({"slack": 0}, {"stores": False}, {"busy": 1}):
+            simpler = replace(best, **change)  # from the best so far: changes add up
             if simpler != best and still(simpler):
                 best = simpler
         if best == before:
