@@ -78,3 +78,17 @@ def test_capacity_is_fixed_only_when_given() -> None:
     fixed = options_of(parser.parse_args(["check", "x:Y", "--capacity", "4096"]))
     assert (drawn.capacity, drawn.capacity_fixed) == (64, False)
     assert (fixed.capacity, fixed.capacity_fixed) == (4096, True)
+
+
+def test_a_sized_finding_is_reported_at_its_own_capacity() -> None:
+    from policyspec.session import run_check
+
+    path = FAULTY / "size_touch_bulk_makes_busy_idle.py"
+    report = run_check(subject_for_class(load_policy(path)), get_profile("core"), budget=3.0,
+                       seed=2, engines=["size"])
+    failure = next(f for f in report.failures if f.requirement == "EVICT-IDLE-ONLY")
+    assert report.stats["capacity"] == 64  # the run's default; the finding has its own
+    assert "policy = subject.build(64)" not in failure.repro
+    built = next(line for line in failure.repro.splitlines() if "subject.build(" in line)
+    capacity = int(built.split("(")[-1].rstrip(")"))
+    assert capacity < 64 and f"capacity {capacity}" in failure.message

@@ -60,13 +60,14 @@ def _as(shape: str) -> str:
 
 def _passed(shape: str, keys: Sequence[int]) -> str:
     """Python source of the container of ``shape`` the harness passes."""
-    inner = ", ".join(f"key({k})" for k in keys)
+    items = [f"key({k})" for k in keys]
+    inner = ", ".join(items)
     if shape == "tuple":
-        return f"({inner},)" if keys else "()"
+        return _tuple(items)
     if shape == "generator":
         return f"(k for k in [{inner}])"
     if shape == "set":
-        return f"{{{inner}}}" if keys else "set()"
+        return _set(items)
     if shape == "frozenset":
         return f"frozenset([{inner}])"
     if shape == "dict_keys":
