@@ -81,8 +81,6 @@ SUITE_GAPS: dict[str, tuple[str | None, str]] = {
     "hook_store_miss_makes_room": (
         None, "the stateful engine's 48 keys never fill the default capacity of 64, so "
         "no store miss sees a full cache (caught at --capacity 16; issue 20: sizes)"),
-    "hook_store_miss_needs_a_list": (
-        None, "the engines pass hooks lists only (issue 20: input shapes)"),
 }
 """file stem -> (id the suite reports instead, or None when not caught; why)."""
 

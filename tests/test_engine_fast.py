@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 import sys
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator, KeysView, Set
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -302,7 +302,14 @@ class _Recording:
         method = getattr(self._policy, name)
 
         def call(*args: Any) -> Any:
-            self._log.append((name, args[0] if args and name != "insert" else args[:1]))
+            if args and isinstance(args[0], Iterator):  # a generator: log what it gives
+                items = list(args[0])
+                args = (iter(items), *args[1:])
+                self._log.append((name, ("generator", items)))
+            elif args and isinstance(args[0], Set | KeysView):
+                self._log.append((name, (type(args[0]).__name__, list(args[0]))))
+            else:
+                self._log.append((name, args[0] if args and name != "insert" else args[:1]))
             return method(*args)
 
         return call

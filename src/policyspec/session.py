@@ -46,6 +46,7 @@ __all__ = [
     "BUDGETS",
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CAPACITY",
+    "SIZED_CULPRIT_MOST",
     "Budget",
     "CheckOptions",
     "check_target",
@@ -82,6 +83,9 @@ class CheckOptions:
     engines: tuple[str, ...] | None = None
     """Engines to run by name; None: every default engine."""
     capacity: int = DEFAULT_CAPACITY
+    capacity_fixed: bool = False
+    """``capacity`` was chosen (``--capacity``): engines that draw sizes
+    keep to it instead of drawing capacities of their own."""
     call_timeout: float = DEFAULT_CALL_TIMEOUT
     shard: tuple[int, int] = (1, 1)
     hypothesis_db: str | None = None
@@ -202,6 +206,7 @@ def run_check(
         strict=options.strict if strict is None else strict,
         engines=options.engines if engines is None else tuple(engines),
         capacity=options.capacity if capacity is None else capacity,
+        capacity_fixed=options.capacity_fixed or capacity is not None,
         call_timeout=options.call_timeout if call_timeout is None else call_timeout,
         shard=options.shard if shard is None else shard,
     )
@@ -227,7 +232,7 @@ def run_check(
     def build(item: Item) -> EngineContext:
         return EngineContext(
             subject, profile, item.seconds, item.seed, options.capacity, item.shard, database,
-            options.depth, options.keys, options.symmetry,
+            options.depth, options.keys, options.symmetry, options.capacity_fixed,
         )
 
     sightings = Sightings(started)
@@ -283,15 +288,20 @@ def _minimise(
     far stands: still failing, just longer)."""
     used = 0
     trace = finding.trace
+    capacity = finding.capacity or capacity
     family = _family(profile, finding.requirement)
-    if not finding.shrunk and finding.requirement in _COSTLY:
+    # A finding at a capacity of its own (the size engine) was shrunk by
+    # size already: its traces hold thousands of stores, which the
+    # minimiser would replay once per key.
+    sized = finding.capacity is not None
+    if not sized and not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
         with watchdog.shortened(0.5):
             trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
                            max_tries=min(40, tries))
             used = min(40, tries)
-    elif finding.requirement not in _COSTLY:
+    elif not sized and finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
         trace, used = bounded_witness(
@@ -303,12 +313,13 @@ def _minimise(
         again = failure_of(subject, profile, capacity, trace, fatal=family.__contains__)
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, again.message
-    requirement = culprit(subject, profile, capacity, trace, requirement)
+    if not sized or len(trace) <= SIZED_CULPRIT_MOST:
+        requirement = culprit(subject, profile, capacity, trace, requirement)
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
     return Finding(requirement, message, trace, finding.engine, True,
-                   finding.found_after_s, finding.found_after_calls), used
+                   finding.found_after_s, finding.found_after_calls, finding.capacity), used
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
@@ -318,6 +329,11 @@ MINIMISE_TRIES = 100
 second of the budget (at least MIN_MINIMISE_SECONDS): a failing quick run
 stays under 30 s wall, and being a count, not a clock, the same seed gives
 the same trace however busy the machine."""
+SIZED_CULPRIT_MOST = 160
+"""Longest trace of a sized finding whose order difference ``culprit``
+traces back to an operation: it replays every prefix with probes of the
+whole order, cubic in the trace's length (a 260-step trace ran past two
+minutes); a longer one keeps the id it was found with."""
 _HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
 
 
@@ -433,11 +449,11 @@ def _report(
                 title=known.title if known else rid,
                 message=finding.message,
                 trace=[describe(a, marks) for a in finding.trace],
-                repro=repro(subject.name, capacity, finding.trace, f"{rid}: {finding.message}",
-                            marks),
+                repro=repro(subject.name, finding.capacity or capacity, finding.trace,
+                            f"{rid}: {finding.message}", marks),
                 engine=finding.engine,
-                actions=record_actions(subject, profile, capacity, finding.trace, rid,
-                                       replay=minimise),
+                actions=record_actions(subject, profile, finding.capacity or capacity,
+                                       finding.trace, rid, replay=minimise),
                 found_after_s=None if finding.found_after_s is None else round(
                     finding.found_after_s, 3),
                 found_after_calls=finding.found_after_calls,

@@ -22,6 +22,7 @@ from policyspec.subject import Subject
 
 __all__ = [
     "COSTLY_TO_REPLAY",
+    "OBSERVE_MOST",
     "decode_action",
     "encode_action",
     "observed_victims",
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 COSTLY_TO_REPLAY = frozenset({"API-RETURNS", "API-PROCESS-ALIVE"})
+OBSERVE_MOST = 1000
+"""Longest trace whose victims are recorded with every key observed."""
 """Failures whose replay costs a time limit or a process: not replayed for
 the record (their evicts then carry no ``victims``)."""
 
@@ -105,7 +108,9 @@ def observed_victims(
     ends at the first MUST failure, which is the trace's last step for a
     minimal trace; an answer that is not a list of known keys is left out
     (the failure's message says what it was)."""
-    harness = Lockstep(subject, profile, capacity)
+    # A get of every key after every call costs O(keys) per action: the
+    # long traces of the size engine are replayed without it.
+    harness = Lockstep(subject, profile, capacity, observe=len(trace) <= OBSERVE_MOST)
     seen: dict[int, Victims] = {}
     for index, action in enumerate(trace):
         stop = False

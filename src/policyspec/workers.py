@@ -35,7 +35,7 @@ from policyspec.registry import load_registry
 
 __all__ = ["REPEATABLE", "Item", "available_cores", "copy_seed", "forks", "plan", "run_items"]
 
-REPEATABLE = frozenset({"stateful", "manager", "metamorphic", "fast"})
+REPEATABLE = frozenset({"stateful", "manager", "metamorphic", "fast", "size"})
 """Engines whose copies with other seeds find more: random and Hypothesis
 engines bounded by time (the others measure, or search a bounded space)."""
 

@@ -17,5 +17,6 @@ class Policy(LRUCachePolicy[Any, Any]):
     def touch(self, keys: Any) -> None:
         from vllm.v1.kv_offload.base import get_offload_group_idx
 
+        keys = list(keys)  # walked twice: a generator gives its keys once
         self.groups_seen = {get_offload_group_idx(key) for key in keys}
         super().touch(keys)

@@ -13,6 +13,6 @@ class Policy(LRUCachePolicy):  # type: ignore[type-arg]
         super().touch(keys)
 
     def evict(self, n, protected):  # type: ignore[no-untyped-def]
-        if self.kept:
+        if isinstance(self.kept, list | set):  # the shapes that have a clear
             self.kept.clear()
         return super().evict(n, protected)

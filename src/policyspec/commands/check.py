@@ -96,8 +96,9 @@ def add_parser(sub: Any) -> None:
                         "number of seconds")
     parser.add_argument("--engine", action="append", choices=sorted(ENGINES), dest="engines",
                         help="run only these engines (repeatable); default: all default engines")
-    parser.add_argument("--capacity", type=positive_int, default=DEFAULT_CAPACITY,
-                        help=f"cache_capacity for the policy (default {DEFAULT_CAPACITY})")
+    parser.add_argument("--capacity", type=positive_int, default=None,
+                        help=f"cache_capacity for the policy (default {DEFAULT_CAPACITY}; "
+                        "the size engine draws its own per example unless this is given)")
     parser.add_argument("--json-report", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--junit-xml", metavar="PATH", help="write a JUnit XML report here")
     parser.add_argument("--html-report", metavar="PATH",
@@ -157,12 +158,14 @@ def _terminate(signum: int, frame: object) -> None:
 
 def options_of(args: argparse.Namespace) -> CheckOptions:
     """The ``session.CheckOptions`` these command-line options ask for."""
-    from policyspec.session import CheckOptions
+    from policyspec.session import DEFAULT_CAPACITY, CheckOptions
 
     return CheckOptions(
         budget=args.budget, seed=args.seed, strict=args.strict,
         engines=tuple(args.engines) if args.engines else None,
-        capacity=args.capacity, call_timeout=args.call_timeout, shard=args.shard,
+        capacity=DEFAULT_CAPACITY if args.capacity is None else args.capacity,
+        capacity_fixed=args.capacity is not None, call_timeout=args.call_timeout,
+        shard=args.shard,
         hypothesis_db=args.hypothesis_db, depth=args.depth, keys=args.keys,
         symmetry=not args.no_symmetry, jobs=args.jobs, fail_fast=args.fail_fast,
         isolate=args.isolate,

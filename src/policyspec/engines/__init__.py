@@ -38,6 +38,10 @@ class EngineContext:
     symmetry: bool = True
     """The exhaustive engine's bounds (``--depth``, ``--keys``,
     ``--no-symmetry``); None: its defaults."""
+    capacity_fixed: bool = False
+    """``--capacity`` was given: every policy is built with ``capacity``.
+    Otherwise an engine that draws sizes (the size engine) chooses its own
+    per example, and ``capacity`` is the default for the others."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,16 @@ def _fast(ctx: EngineContext) -> EngineRun:
 
 
 register_engine(Engine("fast", _fast, 0.15))
+
+
+def _size(ctx: EngineContext) -> EngineRun:
+    from policyspec.engines.size import run_size
+
+    return run_size(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
+                    fixed=ctx.capacity_fixed)
+
+
+register_engine(Engine("size", _size, 0.1))
 
 
 def _cost(ctx: EngineContext) -> EngineRun:

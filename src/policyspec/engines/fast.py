@@ -44,7 +44,7 @@ from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
-__all__ = ["EXAMPLE_STEPS", "SWEEP_EVERY", "run_fast"]
+__all__ = ["EXAMPLE_STEPS", "SWEEP_EVERY", "count_checks", "run_fast"]
 
 ENGINE = "fast"
 EXAMPLE_STEPS = 500
@@ -159,7 +159,7 @@ def _run_driver(
         # A failing run's actions were not counted: the trace has them all.
         run.steps += sum(kinds.values()) if trace is None else len(trace)
         run.examples += 1
-        _count_checks(run, driver, kinds)
+        count_checks(run, driver, kinds)
         kinds.clear()
         if run.findings or run.error or sightings.stopped():
             break
@@ -197,7 +197,7 @@ and ``get`` of the keys it named answers as the oracle says); what an
 eviction showed depends on the state and is counted by the driver."""
 
 
-def _count_checks(run: EngineRun, driver: Driver, kinds: Counter[str]) -> None:
+def count_checks(run: EngineRun, driver: Driver, kinds: Counter[str]) -> None:
     checked = run.checked
     for kind, count in kinds.items():
         for rid in _BY_KIND[kind]:

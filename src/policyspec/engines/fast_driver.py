@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from policyspec.engines.action_source import Run
 from policyspec.engines.oracle import FastOracle
+from policyspec.harness.shapes import keys_shape, passed, set_shape
 from policyspec.model.state import IDLE
 from policyspec.model.step import Refinement
 from policyspec.subject import Subject
@@ -233,7 +234,7 @@ class Driver:
 
     def touch(self, run: Run) -> int:
         named = run[1]
-        self.policy.touch(list(map(self.real, named)))
+        self.policy.touch(passed(keys_shape("touch", named), list(map(self.real, named))))
         self.calls += 1
         self.oracle.touch(named)
         self._observe(named, "TOUCH-KEEPS-MEMBERSHIP")
@@ -262,7 +263,8 @@ class Driver:
             self.evict_checks["EVICT-ZERO"] += 1
         else:
             self._count_evict(n, protected)
-        result = self.policy.evict(n, set(map(self.real, protected)))
+        result = self.policy.evict(n, passed(set_shape("evict", protected),
+                                             list(map(self.real, protected))))
         self.calls += 1
         if result is None:
             self.refused += 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from policyspec.harness.shapes import keys_shape, set_shape
 from policyspec.model.actions import Action, expand
 from policyspec.model.state import State
 
@@ -33,23 +34,45 @@ def describe(action: Action, marks: bool = True) -> str:
     if op == "end_read":
         return f"load of key {action[1]} ends (ref_cnt -= 1)"
     if op == "touch":
-        return f"touch {list(action[1])}"
+        return f"touch {list(action[1])}{_as(keys_shape('touch', action[1]))}"
     if op == "evict":
-        return f"evict({action[1]}, protected={sorted(action[2])})"
+        return (f"evict({action[1]}, protected={sorted(action[2])}"
+                f"{_as(set_shape('evict', action[2]))})")
     if op == "get":
         return f"get key {action[1]}"
     if op == "set_positions":
         placed = ", ".join(f"{k}@{pos}" for k, pos in action[2])
         return f"request {action[1]} places keys at positions {placed}"
-    if op == "on_store_miss":
-        return f"request {action[1]}: on_store_miss({list(action[2])})"
-    if op == "on_request_access":
-        return f"request {action[1]}: on_request_access({list(action[2])})"
+    if op in ("on_store_miss", "on_request_access"):
+        return f"request {action[1]}: {op}({list(action[2])}{_as(keys_shape(op, action[2]))})"
     if op == "on_request_finished":
         groups = [list(g) for g in action[2]]
         return (f"request {action[1]} finishes: on_request_finished({groups}, "
                 f"insertion_only={sorted(action[3])}, reused={sorted(action[4])})")
     return "clear()"
+
+
+def _as(shape: str) -> str:
+    """How a description names the shape a call's keys were passed in
+    (``harness.shapes``); nothing for the manager's own list."""
+    return "" if shape == "list" else f" as a {shape.replace('_', ' ')}"
+
+
+def _passed(shape: str, keys: Sequence[int]) -> str:
+    """Python source of the container of ``shape`` the harness passes."""
+    items = [f"key({k})" for k in keys]
+    inner = ", ".join(items)
+    if shape == "tuple":
+        return _tuple(items)
+    if shape == "generator":
+        return f"(k for k in [{inner}])"
+    if shape == "set":
+        return _set(items)
+    if shape == "frozenset":
+        return f"frozenset([{inner}])"
+    if shape == "dict_keys":
+        return f"dict.fromkeys([{inner}]).keys()"
+    return f"[{inner}]"
 
 
 _REQUEST_CALLS = frozenset({
@@ -101,10 +124,9 @@ def repro(
                 lines.append(f"blocks[{call[1]}].ref_cnt = {call[2]}")
                 refs[call[1]] = call[2]
             elif op == "touch":
-                keys = ", ".join(f"key({k})" for k in call[1])
-                lines.append(f"policy.touch([{keys}])")
+                lines.append(f"policy.touch({_passed(keys_shape('touch', call[1]), call[1])})")
             elif op == "evict":
-                prot_text = _set(f"key({k})" for k in sorted(call[2]))
+                prot_text = _passed(set_shape("evict", call[2]), sorted(call[2]))
                 prefix = "result = " if index == last else ""
                 lines.append(f"{prefix}policy.evict({call[1]}, {prot_text})")
             elif op == "clear":
@@ -115,12 +137,12 @@ def repro(
                     lines.append(f"request({call[1]}).set_offload_key_position(key({k}), "
                                  f"{position})")
             elif op in ("on_store_miss", "on_request_access"):
-                keys = ", ".join(f"key({k})" for k in call[2])
-                lines.append(f"policy.{op}([{keys}], request({call[1]}))")
+                given = _passed(keys_shape(op, call[2]), call[2])
+                lines.append(f"policy.{op}({given}, request({call[1]}))")
             elif op == "on_request_finished":
                 groups = _tuple(_tuple(f"key({k})" for k in g) for g in call[2])
-                only, reused = (_set(f"key({k})" for k in sorted(keys))
-                                for keys in (call[3], call[4]))
+                only = _passed(set_shape("insertion_only", call[3]), sorted(call[3]))
+                reused = _passed(set_shape("reused", call[4]), sorted(call[4]))
                 lines.append(f"policy.on_request_finished({groups}, {only}, {reused}, "
                              f"request({call[1]}))")
             elif op in ("mark_evictable", "mark_non_evictable") and not marks:

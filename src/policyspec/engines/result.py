@@ -25,6 +25,9 @@ class Finding:
     found_after_calls: int | None = None
     """When the run first saw this requirement fail (``harness.sightings``);
     set by ``EngineRun.add`` when the engine did not."""
+    capacity: int | None = None
+    """The cache capacity the trace runs at, when the engine chose its own
+    (the size engine); None: the run's capacity."""
 
 
 @dataclass

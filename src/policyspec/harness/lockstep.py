@@ -24,6 +24,7 @@ from policyspec.harness.failures import (
     ProcessDied,
     failure_type,
 )
+from policyspec.harness.shapes import keys_shape, passed, set_shape
 from policyspec.harness.sightings import current as sightings_now
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as _watch
@@ -296,10 +297,11 @@ class Lockstep:
 
     def _touch(self, keys: tuple[int, ...]) -> None:
         self.known.update(keys)
-        given = [self.key(k) for k in keys]
-        original = list(given)
+        given = passed(keys_shape("touch", keys), [self.key(k) for k in keys])
+        original = _copy(given)
         self._call("touch", self.policy.touch, given)
-        self._keep_given("touch", given, original)
+        if original is not None:
+            self._keep_given("touch", given, original)
         self.checked["TOUCH-TOTAL"] += 1
         self._step(("touch", keys))
 
@@ -333,15 +335,17 @@ class Lockstep:
 
     def _on_store_miss(self, r: int, keys: tuple[int, ...]) -> None:
         self.known.update(keys)
+        given = passed(keys_shape("on_store_miss", keys), [self.key(k) for k in keys])
         self._call("on_store_miss", self.policy.on_store_miss,  # type: ignore[attr-defined]
-                   [self.key(k) for k in keys], self.context(r))
+                   given, self.context(r))
         self.checked["HOOK-TOTAL"] += 1
         self._step(("on_store_miss", r, keys))
 
     def _on_request_access(self, r: int, keys: tuple[int, ...]) -> None:
         self.known.update(keys)
+        given = passed(keys_shape("on_request_access", keys), [self.key(k) for k in keys])
         self._call("on_request_access", self.policy.on_request_access,  # type: ignore[attr-defined]
-                   [self.key(k) for k in keys], self.context(r))
+                   given, self.context(r))
         self.checked["HOOK-TOTAL"] += 1
         self._step(("on_request_access", r, keys))
 
@@ -350,9 +354,11 @@ class Lockstep:
         reused: frozenset[int],
     ) -> None:
         real_groups = tuple(tuple(self.key(k) for k in group) for group in groups)
+        only_shape = set_shape("insertion_only", insertion_only)
+        reused_shape = set_shape("reused", reused)
         self._call("on_request_finished", self.policy.on_request_finished,  # type: ignore[attr-defined]
-                   real_groups, {self.key(k) for k in insertion_only},
-                   {self.key(k) for k in reused}, self.context(r))
+                   real_groups, passed(only_shape, [self.key(k) for k in insertion_only]),
+                   passed(reused_shape, [self.key(k) for k in reused]), self.context(r))
         self.checked["HOOK-TOTAL"] += 1
         self._step(("on_request_finished", r, groups, insertion_only, reused))
 
@@ -373,12 +379,13 @@ class Lockstep:
 
     def _evict(self, n: int, protected: frozenset[int]) -> object:
         self.known.update(protected)
-        real_protected = {self.key(k) for k in protected}
-        original = set(real_protected)
+        real_protected = passed(set_shape("evict", protected), [self.key(k) for k in protected])
+        original = _copy(real_protected)
         self.last_evict = None
         result = self._call("evict", self.policy.evict, n, real_protected)
         self.last_evict = result
-        self._keep_given("evict", real_protected, original)
+        if original is not None:
+            self._keep_given("evict", real_protected, original)
         victims = self._victims(n, protected, result)
         self._step(("evict", n, protected), victims)
         if victims is not None:
@@ -611,6 +618,19 @@ def _show_keys(keys: Iterable[int]) -> str:
     if isinstance(keys, frozenset | set):
         return "{" + ", ".join(str(k) for k in sorted(keys)) + "}"
     return "[" + ", ".join(str(k) for k in keys) + "]"
+
+
+def _copy(given: Any) -> Any:
+    """A copy of a mutable container handed to the policy, to tell later
+    whether it changed (API-ARGS-UNCHANGED); None for one the policy cannot
+    change (tuple, frozenset, a read-only dict view) or read again (a
+    generator). Only lists and sets are kept, so a harness stays copyable
+    (``engines.snapshot.fork``: a view or a generator cannot be copied)."""
+    if isinstance(given, list):
+        return list(given)
+    if isinstance(given, set):
+        return set(given)
+    return None
 
 
 def _evict_message(

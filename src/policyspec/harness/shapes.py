@@ -1,0 +1,81 @@
+"""The shapes of the containers a caller hands a policy (spec/touch.md,
+"Shapes of keys"; spec/evict.md, "Shape of protected").
+
+``touch`` and the request hooks take any iterable of keys: a list (the
+manager's own), a tuple (0.33's default ``on_request_finished``), a
+generator (wrappers), a set or frozenset, a ``dict.keys()`` view. ``evict``
+and ``on_request_finished`` take sets: a set or a frozenset. A policy that
+accepts only the list the harness happens to build passes every check and
+fails in production, so the harness passes each call one of the shapes.
+
+Which shape a call gets is a function of the call itself (its operation
+and model keys, by the hash of a tuple of ints, which Python does not
+randomise): a replay of a trace, and every trace a shrinker derives from
+it, passes the same call the same shape, so a failure that needs a shape
+reproduces.
+
+A shape never changes what the call says: the spec asks each shape to give
+the outcome of the same keys in the same order as a list, so keys go in a
+shape that holds them in their order. A ``dict.keys()`` view holds distinct
+keys in order; a set or frozenset holds one key (or none) in order, and
+more keys in an order of its own. So keys with repeats go in a list, a
+tuple or a generator; distinct keys also in a view; one key, or none, in
+any shape. (Keys of a set in a set's own order would make a correct
+policy's outcome depend on hash order, which the metamorphic relations and
+the renamed histories of CLEAR-FORGETS-KEYS would read as a difference.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
+
+__all__ = ["KEY_SHAPES", "SET_SHAPES", "keys_shape", "passed", "set_shape"]
+
+KEY_SHAPES = ("list", "tuple", "generator", "set", "frozenset", "dict_keys")
+"""Every shape ``touch`` and a hook's keys must accept, in the spec's order."""
+SET_SHAPES = ("set", "frozenset")
+"""Every shape ``protected`` and a finished request's key sets must accept."""
+
+_SALT = {"touch": 1, "on_store_miss": 2, "on_request_access": 3, "evict": 4,
+         "insertion_only": 5, "reused": 6}
+
+
+_ORDERED = KEY_SHAPES[:3]
+_DISTINCT = (*_ORDERED, "dict_keys")
+
+
+def keys_shape(op: str, keys: Sequence[int]) -> str:
+    """The shape of the keys of this call of ``op``: one that holds them in
+    their order (see the module text)."""
+    shapes: tuple[str, ...]
+    if len(keys) <= 1:
+        shapes = KEY_SHAPES
+    elif len(set(keys)) == len(keys):
+        shapes = _DISTINCT
+    else:
+        shapes = _ORDERED
+    return shapes[hash((_SALT[op], *keys)) % len(shapes)]
+
+
+def set_shape(op: str, keys: Iterable[int]) -> str:
+    """The shape of a set of keys of this call (``evict``'s protected)."""
+    return SET_SHAPES[hash((_SALT[op], frozenset(keys))) % len(SET_SHAPES)]
+
+
+def passed(shape: str, reals: list[Hashable]) -> Any:
+    """The container of ``shape`` holding ``reals`` (a generator iterates
+    over its own copy, once)."""
+    if shape == "list":
+        return reals
+    if shape == "tuple":
+        return tuple(reals)
+    if shape == "generator":
+        return (key for key in list(reals))
+    if shape == "set":
+        return set(reals)
+    if shape == "frozenset":
+        return frozenset(reals)
+    if shape == "dict_keys":
+        return dict.fromkeys(reals).keys()
+    raise ValueError(f"unknown shape {shape!r}")
