@@ -34,9 +34,10 @@ CAPACITY = 16
 SEED = 1
 REFERENCE = "policyspec.reference.lru:LRUCachePolicy"
 
-SKIPPED_ENGINES = {"metamorphic", "exhaustive", "evict-linear", "cost"}
-"""Faults only a relation between runs, every sequence, or a timing shows:
-one history cannot."""
+SKIPPED_ENGINES = {"metamorphic", "exhaustive", "evict-linear", "cost", "size"}
+"""Faults only a relation between runs, every sequence, a timing or
+production sizes show: one history of this workload (its capacity, CAPACITY)
+cannot."""
 
 HISTORY_GAPS: dict[str, str] = {
     "arc_g03_adapts_after_revival": "read as ARC-EVICT-ORDER: the model judge has no diagnosis "
