@@ -11,37 +11,13 @@ from policyspec.adapters import load_subject
 from policyspec.profiles import get_profile
 from policyspec.session import run_check
 
-R1_EVICTS_IN_FLIGHT = '''
-class Policy:
-    """Six methods only (R1): evict takes the oldest block whatever its ref_cnt."""
-
-    def __init__(self, cache_capacity):
-        self.blocks = {}
-
-    def get(self, key):
-        return self.blocks.get(key)
-
-    def insert(self, key, block):
-        self.blocks[key] = block
-
-    def remove(self, key):
-        del self.blocks[key]
-
-    def touch(self, keys):
-        pass
-
-    def evict(self, n, protected):
-        chosen = [k for k, b in self.blocks.items() if k not in protected][:n]
-        if len(chosen) < n:
-            return None
-        return [(k, self.blocks.pop(k)) for k in chosen]
-'''
-
-COPIES = '''
+_R1_POLICY = '''
 import copy
 
 
 class Policy:
+    """Six methods only (R1): the faults are in evict."""
+
     def __init__(self, cache_capacity):
         self.blocks = {}
 
@@ -58,11 +34,23 @@ class Policy:
         pass
 
     def evict(self, n, protected):
-        chosen = [k for k, b in self.blocks.items() if b.ref_cnt == 0 and k not in protected][:n]
+        chosen = [k for k, b in self.blocks.items() if ELIGIBLE and k not in protected][:n]
         if len(chosen) < n:
             return None
-        return [(k, copy.copy(self.blocks.pop(k))) for k in chosen]
+        return [(k, HANDED) for k in chosen]
 '''
+
+
+def _policy(eligible: str, handed: str) -> str:
+    """The R1 policy above with its evict's eligibility test and what it
+    hands back for each victim filled in."""
+    return _R1_POLICY.replace("ELIGIBLE", eligible).replace("HANDED", handed)
+
+
+R1_EVICTS_IN_FLIGHT = _policy("True", "self.blocks.pop(k)")
+"""Evicts the oldest blocks whatever their ref_cnt (EVICT-IDLE-ONLY)."""
+COPIES = _policy("b.ref_cnt == 0", "copy.copy(self.blocks.pop(k))")
+"""Hands back copies of the victims' blocks (EVICT-IDENTITY)."""
 
 
 def _report(tmp_path: Path, source: str) -> tuple[str, object]:
