@@ -42,6 +42,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--policy-jobs", default=None, type=int, metavar="N",
                     help="worker processes of the check (default: the cores this process "
                     "may use)")
+    group.addoption("--policy-capacity", default=None, type=int, metavar="N",
+                    help="cache capacity of the check (as policyspec check --capacity)")
+    group.addoption("--policy-strict", action="store_true", default=False,
+                    help="SHOULD failures fail their tests (as policyspec check --strict); "
+                    "without it they are xfails")
 
 
 def pytest_configure(config: pytest.Config) -> None:
