@@ -77,11 +77,7 @@ no cost; the metamorphic engine looks for every relation until the bound."""
 SEED = 20240611
 DEFAULT_ENGINES = ("fast",)
 
-SUITE_GAPS: dict[str, tuple[str | None, str]] = {
-    "hook_store_miss_makes_room": (
-        None, "the stateful engine's 48 keys never fill the default capacity of 64, so "
-        "no store miss sees a full cache (caught at --capacity 16; issue 20: sizes)"),
-}
+SUITE_GAPS: dict[str, tuple[str | None, str]] = {}
 """file stem -> (id the suite reports instead, or None when not caught; why)."""
 
 

@@ -290,10 +290,10 @@ def _minimise(
     trace = finding.trace
     capacity = finding.capacity or capacity
     family = _family(profile, finding.requirement)
-    # A finding at a capacity of its own (the size engine) was shrunk by
-    # size already: its traces hold thousands of stores, which the
-    # minimiser would replay once per key.
-    sized = finding.capacity is not None
+    # A finding of the size engine was shrunk by size already: its traces
+    # hold thousands of stores, which the minimiser would replay once per
+    # key. (Other engines' findings at a capacity of their own are small.)
+    sized = finding.engine == "size"
     if not sized and not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.

@@ -75,11 +75,10 @@ def register_engine(engine: Engine) -> Engine:
 
 
 def _stateful(ctx: EngineContext) -> EngineRun:
-    from policyspec.engines.stateful import policy_machine, run_machine
+    from policyspec.engines.stateful import run_stateful
 
-    machine = policy_machine(ctx.subject, ctx.profile, capacity=ctx.capacity)
-    return run_machine(machine, engine="stateful", seed=ctx.seed, seconds=ctx.seconds,
-                       database=ctx.database)
+    return run_stateful(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
+                        database=ctx.database, fixed=ctx.capacity_fixed)
 
 
 register_engine(Engine("stateful", _stateful, 0.5))

@@ -38,6 +38,7 @@ from policyspec.model.actions import Action
 from policyspec.model.request import group_of
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
+from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "end_example",
     "policy_machine",
     "run_machine",
+    "run_stateful",
 ]
 
 GC_EVERY = 8
@@ -376,6 +378,51 @@ def policy_machine(
         "stats": MachineStats(),
     }
     return type(f"{base.__name__}For_{profile.name}", (base,), attrs)
+
+
+SMALL_CAPACITY = 16
+"""The capacity the policy machine first runs at when none is fixed: its
+key pool (48) is three times that, so the cache is often full (a store
+miss, an insert that needs an evict first, evictions that must pick among
+many idle keys), and what breaks there shrinks to witnesses a few steps
+long. The larger default capacity gets the rest of the time; the size
+engine goes further."""
+
+
+def run_stateful(
+    subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int, *,
+    database: ExampleDatabase | None = None, fixed: bool = False,
+) -> EngineRun:
+    """The stateful engine: half its time at SMALL_CAPACITY (unless the
+    capacity is fixed, or not larger), the rest at ``capacity`` unless the
+    first half found something. Findings at the small capacity say so
+    (``Finding.capacity``), so that their witness and repro run there."""
+    if fixed or capacity <= SMALL_CAPACITY:
+        return run_machine(policy_machine(subject, profile, capacity=capacity),
+                           engine="stateful", seed=seed, seconds=seconds, database=database)
+    small = run_machine(policy_machine(subject, profile, capacity=SMALL_CAPACITY),
+                        engine="stateful", seed=seed, seconds=seconds / 2, database=database)
+    for finding in small.findings:
+        finding.capacity = SMALL_CAPACITY
+    if small.error or any(_must(f.requirement) for f in small.findings):
+        return small  # as one run stops at its first failure
+    rest = run_machine(policy_machine(subject, profile, capacity=capacity),
+                       engine="stateful", seed=seed, seconds=seconds - small.seconds,
+                       database=database)
+    for finding in small.findings:  # SHOULDs, kept where shorter
+        rest.add(finding)
+    rest.checked.update(small.checked)
+    rest.calls += small.calls
+    rest.steps += small.steps
+    rest.examples += small.examples
+    rest.seconds += small.seconds
+    rest.notes[:0] = small.notes
+    return rest
+
+
+def _must(requirement: str) -> bool:
+    known = load_registry().get(requirement)
+    return known is None or known.level == "MUST"
 
 
 def run_machine(
