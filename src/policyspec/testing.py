@@ -84,6 +84,9 @@ class ConformanceSuite:
     seed: ClassVar[int] = 0
     strict: ClassVar[bool] = False
     """SHOULD failures fail their tests (``--policy-strict`` sets it too)."""
+    capacity: ClassVar[int | None] = None
+    """The check's capacity (``--policy-capacity`` when None; None there
+    too: the check's default)."""
     section: ClassVar[str | None] = None
     """Only requirements defined in spec/<section>.md (None: all)."""
     default_target: ClassVar[str | None] = None
@@ -126,7 +129,7 @@ class ConformanceSuite:
         assert requirement_id in load_registry()
         jobs = request.config.getoption("policy_jobs", None)
         strict = self.strict or bool(request.config.getoption("policy_strict", False))
-        capacity = request.config.getoption("policy_capacity", None)
+        capacity = self.capacity or request.config.getoption("policy_capacity", None)
         assert_requirement(report_for(target, profile, budget, seed, jobs, strict, capacity),
                            requirement_id)
 
