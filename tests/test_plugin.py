@@ -65,3 +65,37 @@ def test_conformance_suite_subclasses_check_several_policies(tmp_path: Path) -> 
     failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
     assert failed and all("TestFaulty" in line for line in failed), failed
     assert any("EVICT-UNPROTECTED" in line for line in failed)
+
+
+def test_a_suite_class_can_be_strict_and_choose_its_capacity(tmp_path: Path) -> None:
+    """A design that breaks SHOULDs on purpose: its SHOULD rows are xfails in
+    a plain suite class and failures in a strict one; ``capacity`` reaches
+    the check."""
+    gate = Path(__file__).parent / "correct" / "admission_gate.py"
+    (tmp_path / "test_gate.py").write_text(textwrap.dedent(
+        f"""
+        from policyspec.testing import ConformanceSuite, report_for
+
+
+        class TestPlain(ConformanceSuite):
+            target = {str(gate) + ":Policy"!r}
+            budget = 3
+
+
+        class TestStrict(TestPlain):
+            strict = True
+
+
+        def test_capacity_reaches_the_check():
+            report = report_for(TestPlain.target, "core", 1, 0, None, False, 16)
+            assert report.stats["capacity"] == 16
+        """
+    ))
+    done = pytest_run(tmp_path, "-rfxs", "test_gate.py")
+    assert done.returncode == 1, done.stdout[-2000:]
+    failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
+    xfailed = [line for line in done.stdout.splitlines() if line.startswith("XFAIL")]
+    assert failed and all("TestStrict" in line for line in failed), failed
+    assert xfailed and all("TestPlain" in line for line in xfailed), xfailed
+    assert {line.split("[")[1].split("]")[0] for line in failed} == {
+        line.split("[")[1].split("]")[0] for line in xfailed}
