@@ -115,8 +115,10 @@ class CoreJudge:
         self.requests: dict[int, _Request] = {}
         self.finished = bytearray()
         """One bit per request id: finished in this generation."""
-        self.gone: dict[int, tuple[str, int, int]] = {}
-        """Recently absent keys: (op that removed it, its call, chunk id)."""
+        self.gone: OrderedDict[int, tuple[str, int, int]] = OrderedDict()
+        """Recently absent keys: (op that removed it, its call, chunk id),
+        oldest first (an ``OrderedDict``: dropping a plain dict's first
+        entry scans the holes its earlier deletions left)."""
         self.cleared: tuple[int, dict[int, int]] = (-1, {})
         """The last clear's call and the chunk ids present before it."""
         self.first: dict[str, Violation] = {}
@@ -178,8 +180,8 @@ class CoreJudge:
     def feed(self, records: Iterable[Sequence[Any]]) -> None:
         """Judge records in order (module doc). The hot loop: the common
         case of get, insert, mark_* and (without ``ordered``) touch is
-        judged inline; anything else, and every violation, by the method
-        of its operation."""
+        judged inline; anything else, and every violation, by the
+        method of its operation."""
         refs = self.refs
         refs_get = refs.get
         cids = self.cids
@@ -192,6 +194,7 @@ class CoreJudge:
         markers = _MARKER_CODES
         marked = 0
         call = self.call
+        generation = self.generation
         try:
             for rec in records:
                 op = rec[0]
@@ -199,17 +202,13 @@ class CoreJudge:
                     call += 1
                     ref = refs_get(rec[1])
                     if len(rec) == 2:
-                        if ref is not None:
-                            self.call = call
-                            self._lost(rec[1])
-                    elif ref is None:
-                        self.call = call
-                        self._found(rec[1], rec[2])
-                    elif cids[rec[1]] != rec[2] or (
-                        rec[3] != ref and (rec[3] <= 0 or ref <= 0)
-                    ):
-                        self.call = call
-                        self._wrong_chunk(rec[1], rec[2], rec[3], ref)
+                        if ref is None:
+                            continue  # absent, and get says so
+                    elif ref is not None and cids[rec[1]] == rec[2] and (
+                            rec[3] == ref or (rec[3] > 0 and ref > 0)):
+                        continue  # its own chunk, read as the manager's writes leave it
+                    self.call = call
+                    self._get(rec)
                     continue
                 call += 1
                 if op == 6:  # mark_evictable
@@ -222,7 +221,7 @@ class CoreJudge:
                 elif op == 1:  # insert, in flight, by the manager
                     k = rec[1]
                     if (rec[3] == -1 and len(rec) == 6 and k not in refs
-                            and len(refs) < capacity and rec[5] == self.generation):
+                            and len(refs) < capacity and rec[5] == generation):
                         refs[k] = -1
                         cids[k] = rec[2]
                         if k in gone:
@@ -236,7 +235,10 @@ class CoreJudge:
                         continue
                 elif op == 3 and not ordered:
                     continue  # a touch moves nothing core keeps
-                elif (op == 9 or op == 8) and rec[2] == self.generation:
+                elif op in markers:
+                    call -= 1
+                    continue
+                elif (op == 9 or op == 8) and rec[2] == generation:
                     request = requests_get(rec[1])  # a request met before, not finished
                     keys = rec[3]
                     if request is not None and keys:
@@ -250,11 +252,9 @@ class CoreJudge:
                                   and refs.keys().isdisjoint(distinct)):
                                 request.missed |= distinct
                                 continue
-                elif op in markers:
-                    call -= 1
-                    continue
                 self.call = call
                 handlers[op](self, rec)
+                generation = self.generation  # a clear, or a record naming another
         finally:
             self.call = call
             if marked and ordered:
@@ -270,6 +270,11 @@ class CoreJudge:
         if op != 0:
             _HANDLERS[op](self, rec)
             return
+        self._get(rec)
+
+    # -- get -------------------------------------------------------------------
+
+    def _get(self, rec: Sequence[Any]) -> None:
         k = rec[1]
         ref = self.refs.get(k)
         if len(rec) == 2:
@@ -279,8 +284,6 @@ class CoreJudge:
             self._found(k, rec[2])
         elif self.cids[k] != rec[2] or (rec[3] != ref and (rec[3] <= 0 or ref <= 0)):
             self._wrong_chunk(k, rec[2], rec[3], ref)
-
-    # -- get -------------------------------------------------------------------
 
     def _lost(self, k: int) -> None:
         self._policy(
@@ -361,7 +364,7 @@ class CoreJudge:
         gone.pop(k, None)  # re-entered at the end: the oldest go first
         gone[k] = (op, self.call, self.cids.pop(k))
         if len(gone) > _GONE_LIMIT:
-            del gone[next(iter(gone))]
+            gone.popitem(last=False)
         del self.refs[k]
         self.idle.pop(k, None)
 
@@ -483,7 +486,7 @@ class CoreJudge:
                 del refs[k]
                 idle.pop(k, None)
         while len(gone) > _GONE_LIMIT:
-            del gone[next(iter(gone))]
+            gone.popitem(last=False)
 
     def _check_victims(
         self, n: int, protected: Sequence[int], shut: set[int], result: Sequence[int]
