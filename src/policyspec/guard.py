@@ -268,8 +268,13 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._mark_ne = getattr(p, "mark_non_evictable", None) or _nothing
         self._insert_ctx = _takes(p.insert, 3)
         self._touch_ctx = _takes(p.touch, 2)
-        self._hooks = {name: getattr(p, name) for name in (
+        hooks = {name: getattr(p, name) for name in (
             "on_store_miss", "on_request_access", "on_request_finished") if _own(p, name)}
+        self._store_miss = hooks.get("on_store_miss")
+        self._access = hooks.get("on_request_access")
+        self._finish = hooks.get("on_request_finished")
+        """The policy's own hooks (None: vLLM's base class's, done by the
+        guard as the base class does, its calls recorded)."""
         self._ids = TextIds()
         """Key -> its id, as text."""
         self._requests = TextIds()
@@ -454,7 +459,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
                 position = where(key)
                 if position is not None:
                     known[k] = position
-                    new += (k, _number(position))
+                    try:
+                        new += (k, NUMBERS[position])
+                    except TypeError:
+                        new += (k, repr(position))
         if new:
             self._buffer.append(f"[{fmt.POSITIONS},{r},[{','.join(new)}]]")
             self._markers += 1
@@ -518,7 +526,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._place_one(r, key, k, req_context)
         cid = _chunk_text(chunk)
         ref = chunk.ref_cnt
-        record = f"[1,{k},{cid},{_number(ref)},{r},{self._generation}"
+        try:
+            record = f"[1,{k},{cid},{NUMBERS[ref]},{r},{self._generation}"
+        except TypeError:
+            record = f"[1,{k},{cid},{ref!r},{r},{self._generation}"
         try:
             if self._insert_ctx:
                 self._insert(key, chunk, req_context)
@@ -589,15 +600,18 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             return result
         if result.__class__ is list or result.__class__ is tuple:
             flat: list[str] = []
-            held = self._held
+            held, idle, pinned = self._held, self._idle, self._pinned
             try:
                 for key, chunk in result:
                     k = ids[key]
                     h = held.get(key, _NOT_HELD)
                     flat += (k, h[3] if h[0] is chunk else (
                         _chunk_text(chunk) if h is _NOT_HELD else str(NOT_SAME)),
-                        _number(chunk.ref_cnt))
-                    self._gone(key)
+                        NUMBERS[chunk.ref_cnt])
+                    if h is not _NOT_HELD:  # _gone, inline
+                        del held[key]
+                        idle.pop(key, None)
+                        pinned.discard(key)
             except (TypeError, ValueError, AttributeError):
                 what = f"a {type(result).__name__} whose items are not (key, chunk) pairs"
                 self._put(f"{call},{_string(what)}]")
@@ -664,33 +678,35 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
 
     # -- the request hooks (vLLM 0.33) -------------------------------------------
 
-    def _hook(self, name: str, args: Sequence[Any], record: str) -> bool:
-        """Run the policy's own hook ``name`` and write its record; False
-        when the policy has none (the caller then does the default)."""
-        own = self._hooks.get(name)
-        try:
-            if own is not None:
-                own(*args)
-        except BaseException as exc:
-            self._raised(exc, record)
-            raise
-        self._put(record)
-        return own is not None
-
     def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
         keys = keys if isinstance(keys, list | tuple) else list(keys)
         r = self._request(req_context)
         ids = self._place(r, keys, req_context)
         record = f"[{fmt.STORE_MISS},{r},{self._generation},[{','.join(ids)}]]"
-        if not self._hook("on_store_miss", (keys, req_context), record):
+        own = self._store_miss
+        try:
+            if own is not None:
+                own(keys, req_context)
+        except BaseException as exc:
+            self._raised(exc, record)
+            raise
+        self._put(record)
+        if own is None:
             self.touch(keys, req_context)
 
     def on_request_access(self, keys: Iterable[Any], req_context: Any) -> None:
         keys = keys if isinstance(keys, list | tuple) else list(keys)
         r = self._request(req_context)
         ids = self._place(r, keys, req_context)
-        self._hook("on_request_access", (keys, req_context),
-                   f"[{fmt.ACCESS},{r},{self._generation},[{','.join(ids)}]]")
+        record = f"[{fmt.ACCESS},{r},{self._generation},[{','.join(ids)}]]"
+        own = self._access
+        try:
+            if own is not None:
+                own(keys, req_context)
+        except BaseException as exc:
+            self._raised(exc, record)
+            raise
+        self._put(record)
 
     def on_request_finished(self, key_groups: Sequence[Sequence[Any]],
                             insertion_only_keys: Any, reused_keys: Any,
@@ -702,8 +718,15 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         record = (f"[{fmt.FINISH},{r},{self._generation},[{groups}],"
                   f"[{','.join(map(text, insertion_only_keys))}],"
                   f"[{','.join(map(text, reused_keys))}]]")
-        if not self._hook("on_request_finished",
-                          (key_groups, insertion_only_keys, reused_keys, req_context), record):
+        own = self._finish
+        try:
+            if own is not None:
+                own(key_groups, insertion_only_keys, reused_keys, req_context)
+        except BaseException as exc:
+            self._raised(exc, record)
+            raise
+        self._put(record)
+        if own is None:
             for group in key_groups:
                 self.touch(group, req_context)
         self._positions.pop(r, None)
