@@ -127,6 +127,12 @@ class CoreJudge:
         """What the history let the judge observe (``exercised``)."""
         self.listed = 0
         """Evictions that returned a list (each exercises four ids)."""
+        self.shut_idle = 0
+        """Such evictions with a protected key idle (EVICT-UNPROTECTED)."""
+        self.in_flight = 0
+        """Such evictions with a key in flight or being read
+        (INSERT-IN-FLIGHT-NOT-ELIGIBLE). Plain counts, not ``seen``'s:
+        an eviction is the judge's costliest common record."""
         self.lru_failed = False
         self.sink: Sink = sink or self._keep
         if state:
@@ -158,6 +164,9 @@ class CoreJudge:
         if self.listed:
             for rid in ("EVICT-SHAPE", "EVICT-EXACT-N", "EVICT-IDLE-ONLY", "EVICT-IDENTITY"):
                 found[rid] = found.get(rid, 0) + self.listed
+        for rid, count in (("EVICT-UNPROTECTED", self.shut_idle),
+                           ("INSERT-IN-FLIGHT-NOT-ELIGIBLE", self.in_flight)):
+            found[rid] = found.get(rid, 0) + count
         return {rid: count for rid, count in found.items() if count > 0}
 
     # -- violations ----------------------------------------------------------
@@ -459,10 +468,10 @@ class CoreJudge:
         chosen = set(victims)
         self.listed += 1  # EVICT-SHAPE, -EXACT-N, -IDLE-ONLY, -IDENTITY (``exercised``)
         if shut and not idle.keys().isdisjoint(shut):
-            seen["EVICT-UNPROTECTED"] += 1
+            self.shut_idle += 1
         refs, cids = self.refs, self.cids
         if len(idle) < len(refs):
-            seen["INSERT-IN-FLIGHT-NOT-ELIGIBLE"] += 1
+            self.in_flight += 1
         if n == 0 and victims:
             self._policy("EVICT-ZERO", f"evict(0) returned {_keys(victims)}; the spec "
                          "requires []")
@@ -472,7 +481,7 @@ class CoreJudge:
         elif not (
             (not shut or shut.isdisjoint(chosen))
             and idle.keys() >= chosen
-            and [cids[k] for k in victims] == result[1::3]
+            and list(map(cids.__getitem__, victims)) == result[1::3]
             and not any(result[2::3])
         ):  # the common case above is judged at C speed; this names what is wrong
             self._check_victims(n, protected, shut, result)
@@ -481,7 +490,8 @@ class CoreJudge:
         gone, call = self.gone, self.call
         for k in victims:
             if k in refs:
-                gone.pop(k, None)
+                if k in gone:
+                    del gone[k]  # re-entered at the end: the oldest go first
                 gone[k] = ("evict", call, cids.pop(k))
                 del refs[k]
                 idle.pop(k, None)
