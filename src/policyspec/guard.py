@@ -34,9 +34,12 @@ no call of its own, which could move the policy's state.
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib
 import importlib.util
 import inspect
+import json
+import json.scanner
 import logging
 import os
 import threading
@@ -47,6 +50,7 @@ from typing import Any
 
 from policyspec.history import format as fmt
 from policyspec.history.core import CoreJudge, Violation
+from policyspec.history.texts import CLOSED, NUMBERS, TextIds
 from policyspec.history.writer import DEFAULT_KEEP, DEFAULT_MAX_BYTES, SegmentWriter
 
 __all__ = ["ENV", "GuardPolicy", "GuardViolation", "load_target"]
@@ -79,8 +83,12 @@ ENV = {
 """The environment variables the guard reads (module doc)."""
 
 _get_ident = threading.get_ident
+_read: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
+    json.JSONDecoder())  # type: ignore[arg-type]  # typeshed types the context oddly
+"""One JSON value at an offset (the C scanner without ``json.loads``'s
+checks: the guard reads back only the records it wrote)."""
 _BUFFER = 8192
-"""Records held before they are encoded and written."""
+"""Records held before they are written."""
 _FORGET_AT = 1 << 20
 """Key ids held before the ids of absent keys are forgotten."""
 NO_REF = -9
@@ -158,9 +166,71 @@ def _chunk_id(chunk: Any) -> int:
             return fmt.NO_CHUNK
 
 
+def _chunk_text(chunk: Any) -> str:
+    """A chunk's id as record text (``_chunk_id``)."""
+    try:
+        cid = chunk.chunk_id
+        if cid.__class__ is int:
+            return NUMBERS[cid]
+    except AttributeError:
+        pass
+    return NUMBERS[_chunk_id(chunk)]
+
+
+def _number(value: Any) -> str:
+    """A number's record text (``repr`` of anything else, as JSON would
+    not have it: the judge then names the file as unreadable)."""
+    try:
+        return NUMBERS[value]
+    except TypeError:
+        return repr(value)
+
+
+def _string(text: str) -> str:
+    """A string as record text: JSON, ASCII, its spaces escaped as format
+    1 has always written them (``fmt.dumps_record``)."""
+    return json.dumps(text, ensure_ascii=True).replace(" ", "\\u0020")
+
+
+def _nothing(key: Any) -> None:
+    """A notification the wrapped policy does not have."""
+
+
+@functools.cache
+def _plain_position_reads() -> frozenset[Any]:
+    """The ``get_offload_key_position`` functions that read their context's
+    ``_offload_key_positions`` dict and nothing else: vLLM 0.33's
+    ``ReqContext`` and the stand-in of it. For those the guard reads the
+    dict itself (a method call per key costs more than the rest of a hook's
+    record)."""
+    from policyspec.adapters.standins.keys import ReqContext
+
+    found: list[Any] = [ReqContext.get_offload_key_position]
+    try:
+        module = importlib.import_module("vllm.v1.kv_offload.base")
+    except ImportError:
+        pass
+    else:
+        found.append(module.ReqContext.get_offload_key_position)
+    return frozenset(found)
+
+
+_Held = tuple[Any, str, str, str]
+_NOT_HELD: _Held = (None, "", "", "")
+"""What ``_held`` gives for an absent key (its chunk is no object)."""
+
+
 class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
     """The guard (module doc). ``target``, ``mode``, ``history``,
-    ``on_violation`` default to the environment (``ENV``)."""
+    ``on_violation`` default to the environment (``ENV``).
+
+    Every call becomes the text of its record at once (spec/history.md),
+    made of cached pieces (``history.texts``): key ids are kept as text,
+    the present keys' chunk ids too, so that a ``get`` costs three lookups
+    and one string. What the caller may change after the call (the key
+    lists, ``ref_cnt``) is read during it. The buffer of texts is joined
+    and written every ``_BUFFER`` records.
+    """
 
     def __init__(
         self,
@@ -194,35 +264,45 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self.policy = cls(cache_capacity=cache_capacity)
         p = self.policy
         self._get = p.get
+        self._insert = p.insert
         self._remove = p.remove
+        self._touch = p.touch
         self._evict = p.evict
         self._clear = getattr(p, "clear", None)
-        self._mark_e = getattr(p, "mark_evictable", None)
-        self._mark_ne = getattr(p, "mark_non_evictable", None)
+        self._mark_e = getattr(p, "mark_evictable", None) or _nothing
+        self._mark_ne = getattr(p, "mark_non_evictable", None) or _nothing
         self._insert_ctx = _takes(p.insert, 3)
         self._touch_ctx = _takes(p.touch, 2)
-        self._hooks = {name: getattr(p, name) for name in (
+        hooks = {name: getattr(p, name) for name in (
             "on_store_miss", "on_request_access", "on_request_finished") if _own(p, name)}
-        self._ids: dict[Any, int] = {}
-        self._next_id = 0
-        self._requests: dict[Any, int] = {}
+        self._store_miss = hooks.get("on_store_miss")
+        self._access = hooks.get("on_request_access")
+        self._finish = hooks.get("on_request_finished")
+        """The policy's own hooks (None: vLLM's base class's, done by the
+        guard as the base class does, its calls recorded)."""
+        self._ids = TextIds()
+        """Key -> its id, as text."""
+        self._requests = TextIds()
         """Request ids by ``req_id``, for the whole history (a request that
         runs across a reset keeps its number, as the model keeps its
         positions)."""
-        self._next_request = 0
-        self._held: dict[int, Any] = {}
-        """Present keys' chunks, as the guard saw them inserted."""
-        self._cids: dict[int, int] = {}
-        self._idle: dict[int, None] = {}
+        self._held: dict[Any, _Held] = {}
+        """Present keys: the chunk the guard saw inserted, the text a get
+        that returns it begins with, the key's id and the chunk's id."""
+        self._idle: dict[Any, None] = {}
         """Idle keys in the seed LRU's order (for a segment header's state)."""
-        self._pinned: set[int] = set()
-        self._positions: dict[int, dict[int, int]] = {}
+        self._pinned: set[Any] = set()
+        self._positions: dict[str, dict[str, int]] = {}
         """Per request, the key positions already written (``POSITIONS``)."""
+        self._plain: type | None = None
+        """The last context class whose position reads are plain (the
+        guard reads their dict: ``_plain_position_reads``)."""
         self._calls = 0
         self._markers = 0
         self.generation = 0
+        self._generation = "0"
         self.violations: list[Violation] = []
-        self._buffer: list[Any] = []
+        self._buffer: list[str] = []
         self._flushed = 0
         self._broken = False
         self._thread = threading.get_ident()
@@ -230,9 +310,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._lock = threading.Lock()
         self._online = self.mode == "check"
         self.judge = CoreJudge(cache_capacity, ordered=True, sink=self._violation)
-        """Judges every call online in check mode; idle in record mode (its
-        work would double the guard's cost: the guard's own few maps give
-        the headers' state)."""
+        """Judges every call online in check mode (each record as it is
+        read back from its text: the judge sees what the history holds);
+        idle in record mode (its work would double the guard's cost: the
+        guard's own few maps give the headers' state)."""
         self.writer = SegmentWriter(
             self.path, self._header,
             max_bytes=max_bytes or int(env(ENV["max_bytes"], str(DEFAULT_MAX_BYTES))),
@@ -245,29 +326,29 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
 
     def _header(self, segment: int) -> dict[str, Any]:
         flat: list[int] = []
-        idle, pinned, cids = self._idle, self._pinned, self._cids
-        for k in self._held:
-            flat += (k, cids[k], 0 if k in idle else (1 if k in pinned else -1))
+        ids, idle, pinned = self._ids, self._idle, self._pinned
+        for key, (_, _, k, cid) in self._held.items():
+            flat += (int(k), int(cid), 0 if key in idle else (1 if key in pinned else -1))
         return fmt.header(
             capacity=self.cache_capacity, target=self.target_name, api="R9",
             mode=self.mode, segment=segment, first_call=self._calls,
-            generation=self.generation, state={"keys": flat, "idle": list(idle)},
+            generation=self.generation,
+            state={"keys": flat, "idle": [int(ids[key]) for key in idle]},
             thread=self._threads.get(self._thread, 0),
         )
 
     def _write_header_now(self) -> None:
         self.writer.write("")
 
-    def _emit(self, record: list[Any], encoded: str | None = None) -> None:
-        """Buffer one record (``encoded``: its text, for the rare records
-        with strings in them) and, in check mode, judge it at once."""
+    def _put(self, text: str) -> None:
+        """Buffer one record's text and, in check mode, judge it at once."""
         if _get_ident() != self._thread:
             self._switch(_get_ident())
         buffer = self._buffer
-        buffer.append(record if encoded is None else encoded)
+        buffer.append(text)
         if self._online:
             try:
-                self.judge.feed_one(record)
+                self.judge.feed_one(_read(text, 0)[0])
             except GuardViolation:
                 raise
             except Exception:  # the judge's own failure must not fail the caller
@@ -277,27 +358,21 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         if len(buffer) >= _BUFFER:
             self.flush()
 
-    def _text(self, text: str) -> None:
-        """Buffer a record already encoded (record mode, same thread)."""
-        buffer = self._buffer
-        buffer.append(text)
-        if len(buffer) >= _BUFFER:
-            self.flush()
-
     def _switch(self, t: int) -> None:
         self._thread = t
         number = self._threads.get(t)
         if number is None:
             number = self._threads[t] = len(self._threads)
             name = threading.current_thread().name
-            self._buffer.append(fmt.dumps_record([fmt.THREAD, number, name]))
+            self._buffer.append(f"[{fmt.THREAD},{number},{_string(name)}]")
         else:
-            self._buffer.append([fmt.THREAD, number])
+            self._buffer.append(f"[{fmt.THREAD},{number}]")
         self._markers += 1
 
     def flush(self) -> None:
         """Write the buffered records (a segment that fills up rotates
-        here, its successor's header made from the guard's maps)."""
+        here, its successor's header made from the guard's maps); forget
+        old ids past ``_FORGET_AT``."""
         with self._lock:
             buffer, self._buffer = self._buffer, []
             if not buffer:
@@ -305,14 +380,18 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._flushed += len(buffer)
             self._calls += len(buffer) - self._markers
             self._markers = 0
-            if self._broken:
-                return
-            try:
-                self.writer.write(fmt.encode_lines(buffer))
-            except (OSError, ValueError) as exc:  # a full disk must not fail the caller
-                self._broken = True
-                log.error("policyspec.guard: cannot write %s (%s); recording stops, the "
-                          "policy runs on", self.path, exc)
+            if not self._broken:
+                try:
+                    self.writer.write("\n".join(buffer) + "\n")
+                except (OSError, ValueError) as exc:  # a full disk must not fail the caller
+                    self._broken = True
+                    log.error("policyspec.guard: cannot write %s (%s); recording stops, the "
+                              "policy runs on", self.path, exc)
+            if len(self._ids) > _FORGET_AT:
+                self._buffer.append(f"[{fmt.FORGET},{self._ids.forget(self._held)}]")
+                self._markers += 1
+            if len(self._requests) > _FORGET_AT:  # the oldest requests are long finished
+                self._requests.oldest(_FORGET_AT // 2)
 
     @property
     def calls(self) -> int:
@@ -344,188 +423,207 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
 
     # -- ids -------------------------------------------------------------------
 
-    def _id(self, key: Any) -> int:
-        k = self._ids.get(key)
-        if k is None:
-            k = self._ids[key] = self._next_id
-            self._next_id += 1
-            if len(self._ids) > _FORGET_AT:
-                self._forget()
-        return k
+    def _request(self, ctx: Any) -> str:
+        try:
+            name = ctx.req_id
+        except AttributeError:
+            return "-1"
+        return "-1" if name is None else self._requests[name]
 
-    def _forget(self) -> None:
-        held = self._held
-        before = len(self._ids)
-        self._ids = {key: k for key, k in self._ids.items() if k in held}
-        self._buffer.append([fmt.FORGET, before - len(self._ids)])
-        self._markers += 1
+    def _where(self, ctx: Any) -> Callable[[Any], Any] | None:
+        """How to read the positions of ``ctx``'s keys (None: it has none)."""
+        cls = ctx.__class__
+        if cls is not self._plain:
+            read = getattr(cls, "get_offload_key_position", None)
+            if read is None or read not in _plain_position_reads() or not isinstance(
+                    getattr(ctx, "_offload_key_positions", None), dict):
+                found: Callable[[Any], Any] | None = getattr(
+                    ctx, "get_offload_key_position", None)
+                return found
+            self._plain = cls
+        plain: Callable[[Any], Any] = ctx._offload_key_positions.get
+        return plain
 
-    def _request(self, ctx: Any) -> int:
-        name = getattr(ctx, "req_id", None)
-        if name is None:
-            return -1
-        r = self._requests.get(name)
-        if r is None:
-            r = self._requests[name] = self._next_request
-            self._next_request += 1
-            if len(self._requests) > _FORGET_AT:  # the oldest requests are long finished
-                for old in list(self._requests)[:_FORGET_AT // 2]:
-                    del self._requests[old]
-        return r
-
-    def _place(self, r: int, keys: Iterable[Any], ctx: Any) -> None:
-        """Write the positions the scheduler gave ``keys`` in request ``r``
-        that the history does not hold yet (a ``POSITIONS`` marker)."""
-        where = getattr(ctx, "get_offload_key_position", None)
+    def _place(self, r: str, keys: Sequence[Any], ctx: Any) -> list[str]:
+        """The ids of ``keys``, after writing the positions the scheduler
+        gave them in request ``r`` that the history does not hold yet (a
+        ``POSITIONS`` marker)."""
+        ids = self._ids
+        where = self._where(ctx)
         if where is None:
-            return
+            return [ids[key] for key in keys]
         known = self._positions.get(r)
         if known is None:
             known = self._positions[r] = {}
-        new: list[int] = []
-        ids = self._ids
+        found: list[str] = []
+        new: list[str] = []
         for key in keys:
-            k = ids[key] if key in ids else self._id(key)
-            if k in known:
-                continue  # the scheduler places a key once per request
-            position = where(key)
-            if position is not None:
-                known[k] = position
-                new += (k, position)
+            k = ids[key]
+            found.append(k)
+            if k not in known:  # the scheduler places a key once per request
+                position = where(key)
+                if position is not None:
+                    known[k] = position
+                    try:
+                        new += (k, NUMBERS[position])
+                    except TypeError:
+                        new += (k, repr(position))
         if new:
-            self._buffer.append([fmt.POSITIONS, r, new])
+            self._buffer.append(f"[{fmt.POSITIONS},{r},[{','.join(new)}]]")
+            self._markers += 1
+        return found
+
+    def _place_one(self, r: str, key: Any, k: str, ctx: Any) -> None:
+        """``_place`` of one key whose id is ``k`` (an insert's)."""
+        known = self._positions.get(r)
+        if known is not None and k in known:
+            return
+        where = self._where(ctx)
+        if where is None:
+            return
+        position = where(key)
+        if position is not None:
+            if known is None:
+                known = self._positions[r] = {}
+            known[k] = position
+            self._buffer.append(f"[{fmt.POSITIONS},{r},[{k},{_number(position)}]]")
             self._markers += 1
 
-    def _raised(self, exc: BaseException, record: list[Any]) -> None:
-        raised = [fmt.RAISED, type(exc).__name__, record]
-        self._emit(raised, fmt.dumps_record(raised))
+    def _raised(self, exc: BaseException, record: str) -> None:
+        self._put(f"[{fmt.RAISED},{_string(type(exc).__name__)},{record}]")
 
     # -- the policy calls --------------------------------------------------------
 
     def get(self, key: Any) -> Any:
-        # The hottest call (about half of the manager's): _emit inlined.
-        k = self._ids.get(key)
-        if k is None:
-            k = self._id(key)
+        # The hottest call (about half of the manager's): _put inlined.
         try:
             chunk: Any = self._get(key)
         except BaseException as exc:
-            self._raised(exc, [fmt.GET, k])
+            self._raised(exc, f"[0,{self._ids[key]}]")
             raise
         if chunk is None:
-            cid = ref = None
+            text = f"[0,{self._ids[key]}]"
         else:
-            held: Any = self._held.get(k)
-            cid = self._cids[k] if held is chunk else (
-                NOT_SAME if held is not None else _chunk_id(chunk))
-            ref = chunk.ref_cnt if held is chunk else getattr(chunk, "ref_cnt", NO_REF)
+            held = self._held.get(key, _NOT_HELD)
+            text = held[1] + CLOSED[chunk.ref_cnt] if held[0] is chunk else self._stray(
+                key, chunk)
         if _get_ident() != self._thread or self._online:
-            self._emit([0, k] if cid is None else [0, k, cid, ref])
+            self._put(text)
             return chunk
-        # Record mode on the same thread: the record's text at once (an
-        # f-string costs half of a list and its repr at flush).
         buffer = self._buffer
-        buffer.append(f"[0,{k}]" if cid is None else f"[0,{k},{cid},{ref}]")
+        buffer.append(text)
         if len(buffer) >= _BUFFER:
             self.flush()
         return chunk
 
+    def _stray(self, key: Any, chunk: Any) -> str:
+        """The record of a get that returned an object the guard did not
+        see inserted under ``key``: a copy (``NOT_SAME``), or something
+        else (its own id, ``NO_REF`` without a ``ref_cnt``)."""
+        cid = NOT_SAME if key in self._held else _chunk_id(chunk)
+        return f"[0,{self._ids[key]},{cid},{_number(getattr(chunk, 'ref_cnt', NO_REF))}]"
+
     def insert(self, key: Any, chunk: Any, req_context: Any = None) -> None:
-        k = self._ids.get(key)
-        if k is None:
-            k = self._id(key)
-        r = -1
+        k = self._ids[key]
+        r = "-1"
         if req_context is not None:
             r = self._request(req_context)
-            self._place(r, (key,), req_context)
-        cid = _chunk_id(chunk)
+            self._place_one(r, key, k, req_context)
+        cid = _chunk_text(chunk)
         ref = chunk.ref_cnt
-        record = [fmt.INSERT, k, cid, ref, r, self.generation]
+        try:
+            record = f"[1,{k},{cid},{NUMBERS[ref]},{r},{self._generation}"
+        except TypeError:
+            record = f"[1,{k},{cid},{ref!r},{r},{self._generation}"
         try:
             if self._insert_ctx:
-                self.policy.insert(key, chunk, req_context)
+                self._insert(key, chunk, req_context)
             else:
-                self.policy.insert(key, chunk)
+                self._insert(key, chunk)
         except BaseException as exc:
-            self._raised(exc, record)
+            self._raised(exc, record + "]")
             raise
-        self._held[k] = chunk
-        self._cids[k] = cid
+        self._held[key] = (chunk, f"[0,{k},{cid},", k, cid)
         if ref == 0:
-            self._idle[k] = None
-        if chunk.ref_cnt != ref:
-            record.append(chunk.ref_cnt)  # the policy wrote ref_cnt
-            self._emit(record)
+            self._idle[key] = None
+        after = chunk.ref_cnt
+        if after != ref:  # the policy wrote ref_cnt
+            self._put(f"{record},{_number(after)}]")
         elif self._online or _get_ident() != self._thread:
-            self._emit(record)
+            self._put(record + "]")
         else:
-            self._text(f"[1,{k},{cid},{ref},{r},{self.generation}]")
+            buffer = self._buffer
+            buffer.append(record + "]")
+            if len(buffer) >= _BUFFER:
+                self.flush()
 
-    def _gone(self, k: int) -> None:
-        if self._held.pop(k, None) is not None:
-            del self._cids[k]
-            self._idle.pop(k, None)
-            self._pinned.discard(k)
+    def _gone(self, key: Any) -> None:
+        if self._held.pop(key, None) is not None:
+            self._idle.pop(key, None)
+            self._pinned.discard(key)
 
     def remove(self, key: Any) -> None:
-        k = self._id(key)
+        record = f"[2,{self._ids[key]}]"
         try:
             self._remove(key)
         except BaseException as exc:
-            self._raised(exc, [fmt.REMOVE, k])
+            self._raised(exc, record)
             raise
-        self._gone(k)
-        self._emit([fmt.REMOVE, k])
+        self._gone(key)
+        self._put(record)
 
     def touch(self, keys: Iterable[Any], req_context: Any = None) -> None:
         keys = keys if isinstance(keys, list | tuple) else list(keys)
-        ids = self._ids
-        touched = [ids[key] if key in ids else self._id(key) for key in keys]
-        record = [fmt.TOUCH, touched]
+        touched = tuple(keys)  # as passed: the policy may change a list
+        record = f"[3,[{','.join(map(self._ids.__getitem__, touched))}]]"
         try:
             if self._touch_ctx:
-                self.policy.touch(keys, req_context)
+                self._touch(keys, req_context)
             else:
-                self.policy.touch(keys)
+                self._touch(keys)
         except BaseException as exc:
             self._raised(exc, record)
             raise
         idle = self._idle
         if idle:
-            for k in reversed(touched):
-                if k in idle:
-                    del idle[k]
-                    idle[k] = None
-        self._emit(record)
+            for key in reversed(touched):
+                if key in idle:
+                    del idle[key]
+                    idle[key] = None
+        self._put(record)
 
     def evict(self, n: int, protected: Any) -> Any:
         ids = self._ids
-        shut = [ids[key] if key in ids else self._id(key) for key in protected]
+        call = f"[4,{_number(n)},[{','.join(map(ids.__getitem__, protected))}]"
         try:
             result = self._evict(n, protected)
         except BaseException as exc:
-            self._raised(exc, [fmt.EVICT, n, shut])
+            self._raised(exc, call + "]")
             raise
         if result is None:
-            self._emit([fmt.EVICT, n, shut])
+            self._put(call + "]")
             return result
-        flat: list[int] | str
         if result.__class__ is list or result.__class__ is tuple:
-            flat = []
-            held, cids = self._held, self._cids
+            flat: list[str] = []
+            held, idle, pinned = self._held, self._idle, self._pinned
             try:
                 for key, chunk in result:
-                    k = self._id(key)
-                    h = held.get(k)
-                    flat += (k, cids[k] if h is chunk else (
-                        _chunk_id(chunk) if h is None else NOT_SAME), chunk.ref_cnt)
-                    self._gone(k)
+                    k = ids[key]
+                    h = held.get(key, _NOT_HELD)
+                    flat += (k, h[3] if h[0] is chunk else (
+                        _chunk_text(chunk) if h is _NOT_HELD else str(NOT_SAME)),
+                        NUMBERS[chunk.ref_cnt])
+                    if h is not _NOT_HELD:  # _gone, inline
+                        del held[key]
+                        idle.pop(key, None)
+                        pinned.discard(key)
             except (TypeError, ValueError, AttributeError):
-                flat = f"a {type(result).__name__} whose items are not (key, chunk) pairs"
+                what = f"a {type(result).__name__} whose items are not (key, chunk) pairs"
+                self._put(f"{call},{_string(what)}]")
+                return result
+            self._put(f"{call},[{','.join(flat)}]]")
         else:
-            flat = f"a {type(result).__name__}"
-        record = [fmt.EVICT, n, shut, flat]
-        self._emit(record, fmt.dumps_record(record) if flat.__class__ is str else None)
+            self._put(f"{call},{_string(f'a {type(result).__name__}')}]")
         return result
 
     def clear(self) -> None:
@@ -533,108 +631,109 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             if self._clear is not None:
                 self._clear()
         except BaseException as exc:
-            self._raised(exc, [fmt.CLEAR])
+            self._raised(exc, f"[{fmt.CLEAR}]")
             raise
-        for table in (self._held, self._cids, self._idle, self._pinned, self._positions):
+        for table in (self._held, self._idle, self._pinned, self._positions):
             table.clear()
         self.generation += 1
-        self._emit([fmt.CLEAR])
+        self._generation = str(self.generation)
+        self._put(f"[{fmt.CLEAR}]")
 
     def mark_evictable(self, key: Any) -> None:
-        k = self._ids.get(key)
-        if k is None:
-            k = self._id(key)
         try:
-            if self._mark_e is not None:
-                self._mark_e(key)
+            self._mark_e(key)
         except BaseException as exc:
-            self._raised(exc, [fmt.MARK_EVICTABLE, k])
+            self._raised(exc, f"[6,{self._ids[key]}]")
             raise
-        held = self._held.get(k)
+        held = self._held.get(key)
         if held is None:
-            self._emit([fmt.MARK_EVICTABLE, k])
+            self._put(f"[6,{self._ids[key]}]")
             return
-        idle = self._idle
-        if k not in idle:  # an idle key keeps its place (the caller breaks C3)
-            idle[k] = None
-            self._pinned.discard(k)
+        self._idle[key] = None  # an idle key keeps its place (the caller breaks C3)
+        self._pinned.discard(key)
+        text = f"[6,{held[2]},{CLOSED[held[0].ref_cnt]}"
         if self._online or _get_ident() != self._thread:
-            self._emit([fmt.MARK_EVICTABLE, k, held.ref_cnt])
-        else:
-            self._text(f"[6,{k},{held.ref_cnt}]")
+            self._put(text)
+            return
+        buffer = self._buffer
+        buffer.append(text)
+        if len(buffer) >= _BUFFER:
+            self.flush()
 
     def mark_non_evictable(self, key: Any) -> None:
-        k = self._ids.get(key)
-        if k is None:
-            k = self._id(key)
         try:
-            if self._mark_ne is not None:
-                self._mark_ne(key)
+            self._mark_ne(key)
         except BaseException as exc:
-            self._raised(exc, [fmt.MARK_NON_EVICTABLE, k])
+            self._raised(exc, f"[7,{self._ids[key]}]")
             raise
-        held = self._held.get(k)
+        held = self._held.get(key)
         if held is None:
-            self._emit([fmt.MARK_NON_EVICTABLE, k])
+            self._put(f"[7,{self._ids[key]}]")
             return
-        if self._idle.pop(k, 0) is None:
-            self._pinned.add(k)
+        if self._idle.pop(key, 0) is None:
+            self._pinned.add(key)
+        text = f"[7,{held[2]},{CLOSED[held[0].ref_cnt]}"
         if self._online or _get_ident() != self._thread:
-            self._emit([fmt.MARK_NON_EVICTABLE, k, held.ref_cnt])
-        else:
-            self._text(f"[7,{k},{held.ref_cnt}]")
+            self._put(text)
+            return
+        buffer = self._buffer
+        buffer.append(text)
+        if len(buffer) >= _BUFFER:
+            self.flush()
 
     # -- the request hooks (vLLM 0.33) -------------------------------------------
-
-    def _hook(self, op: int, name: str, args: Sequence[Any], record: list[Any],
-              default: Callable[[], None] | None) -> None:
-        own = self._hooks.get(name)
-        try:
-            if own is not None:
-                own(*args)
-        except BaseException as exc:
-            self._raised(exc, record)
-            raise
-        self._emit(record)
-        if own is None and default is not None:
-            default()
 
     def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
         keys = keys if isinstance(keys, list | tuple) else list(keys)
         r = self._request(req_context)
-        self._place(r, keys, req_context)
-        ids = self._ids
-        record = [fmt.STORE_MISS, r, self.generation,
-                  [ids[key] if key in ids else self._id(key) for key in keys]]
-        self._hook(fmt.STORE_MISS, "on_store_miss", (keys, req_context), record,
-                   lambda: self.touch(keys, req_context))
+        ids = self._place(r, keys, req_context)
+        record = f"[{fmt.STORE_MISS},{r},{self._generation},[{','.join(ids)}]]"
+        own = self._store_miss
+        try:
+            if own is not None:
+                own(keys, req_context)
+        except BaseException as exc:
+            self._raised(exc, record)
+            raise
+        self._put(record)
+        if own is None:
+            self.touch(keys, req_context)
 
     def on_request_access(self, keys: Iterable[Any], req_context: Any) -> None:
         keys = keys if isinstance(keys, list | tuple) else list(keys)
         r = self._request(req_context)
-        self._place(r, keys, req_context)
-        ids = self._ids
-        record = [fmt.ACCESS, r, self.generation,
-                  [ids[key] if key in ids else self._id(key) for key in keys]]
-        self._hook(fmt.ACCESS, "on_request_access", (keys, req_context), record, None)
+        ids = self._place(r, keys, req_context)
+        record = f"[{fmt.ACCESS},{r},{self._generation},[{','.join(ids)}]]"
+        own = self._access
+        try:
+            if own is not None:
+                own(keys, req_context)
+        except BaseException as exc:
+            self._raised(exc, record)
+            raise
+        self._put(record)
 
     def on_request_finished(self, key_groups: Sequence[Sequence[Any]],
                             insertion_only_keys: Any, reused_keys: Any,
                             req_context: Any) -> None:
-        i = self._id
         r = self._request(req_context)
-        for group in key_groups:
-            self._place(r, group, req_context)
-        record = [fmt.FINISH, r, self.generation,
-                  [[i(key) for key in group] for group in key_groups],
-                  [i(key) for key in insertion_only_keys], [i(key) for key in reused_keys]]
-
-        def default() -> None:
+        groups = ",".join(["[" + ",".join(self._place(r, group, req_context)) + "]"
+                           for group in key_groups])
+        text = self._ids.__getitem__
+        record = (f"[{fmt.FINISH},{r},{self._generation},[{groups}],"
+                  f"[{','.join(map(text, insertion_only_keys))}],"
+                  f"[{','.join(map(text, reused_keys))}]]")
+        own = self._finish
+        try:
+            if own is not None:
+                own(key_groups, insertion_only_keys, reused_keys, req_context)
+        except BaseException as exc:
+            self._raised(exc, record)
+            raise
+        self._put(record)
+        if own is None:
             for group in key_groups:
                 self.touch(group, req_context)
-
-        self._hook(fmt.FINISH, "on_request_finished",
-                   (key_groups, insertion_only_keys, reused_keys, req_context), record, default)
         self._positions.pop(r, None)
 
 

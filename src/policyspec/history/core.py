@@ -115,8 +115,10 @@ class CoreJudge:
         self.requests: dict[int, _Request] = {}
         self.finished = bytearray()
         """One bit per request id: finished in this generation."""
-        self.gone: dict[int, tuple[str, int, int]] = {}
-        """Recently absent keys: (op that removed it, its call, chunk id)."""
+        self.gone: OrderedDict[int, tuple[str, int, int]] = OrderedDict()
+        """Recently absent keys: (op that removed it, its call, chunk id),
+        oldest first (an ``OrderedDict``: dropping a plain dict's first
+        entry scans the holes its earlier deletions left)."""
         self.cleared: tuple[int, dict[int, int]] = (-1, {})
         """The last clear's call and the chunk ids present before it."""
         self.first: dict[str, Violation] = {}
@@ -125,6 +127,12 @@ class CoreJudge:
         """What the history let the judge observe (``exercised``)."""
         self.listed = 0
         """Evictions that returned a list (each exercises four ids)."""
+        self.shut_idle = 0
+        """Such evictions with a protected key idle (EVICT-UNPROTECTED)."""
+        self.in_flight = 0
+        """Such evictions with a key in flight or being read
+        (INSERT-IN-FLIGHT-NOT-ELIGIBLE). Plain counts, not ``seen``'s:
+        an eviction is the judge's costliest common record."""
         self.lru_failed = False
         self.sink: Sink = sink or self._keep
         if state:
@@ -156,6 +164,9 @@ class CoreJudge:
         if self.listed:
             for rid in ("EVICT-SHAPE", "EVICT-EXACT-N", "EVICT-IDLE-ONLY", "EVICT-IDENTITY"):
                 found[rid] = found.get(rid, 0) + self.listed
+        for rid, count in (("EVICT-UNPROTECTED", self.shut_idle),
+                           ("INSERT-IN-FLIGHT-NOT-ELIGIBLE", self.in_flight)):
+            found[rid] = found.get(rid, 0) + count
         return {rid: count for rid, count in found.items() if count > 0}
 
     # -- violations ----------------------------------------------------------
@@ -178,8 +189,8 @@ class CoreJudge:
     def feed(self, records: Iterable[Sequence[Any]]) -> None:
         """Judge records in order (module doc). The hot loop: the common
         case of get, insert, mark_* and (without ``ordered``) touch is
-        judged inline; anything else, and every violation, by the method
-        of its operation."""
+        judged inline; anything else, and every violation, by the
+        method of its operation."""
         refs = self.refs
         refs_get = refs.get
         cids = self.cids
@@ -192,6 +203,7 @@ class CoreJudge:
         markers = _MARKER_CODES
         marked = 0
         call = self.call
+        generation = self.generation
         try:
             for rec in records:
                 op = rec[0]
@@ -199,17 +211,13 @@ class CoreJudge:
                     call += 1
                     ref = refs_get(rec[1])
                     if len(rec) == 2:
-                        if ref is not None:
-                            self.call = call
-                            self._lost(rec[1])
-                    elif ref is None:
-                        self.call = call
-                        self._found(rec[1], rec[2])
-                    elif cids[rec[1]] != rec[2] or (
-                        rec[3] != ref and (rec[3] <= 0 or ref <= 0)
-                    ):
-                        self.call = call
-                        self._wrong_chunk(rec[1], rec[2], rec[3], ref)
+                        if ref is None:
+                            continue  # absent, and get says so
+                    elif ref is not None and cids[rec[1]] == rec[2] and (
+                            rec[3] == ref or (rec[3] > 0 and ref > 0)):
+                        continue  # its own chunk, read as the manager's writes leave it
+                    self.call = call
+                    self._get(rec)
                     continue
                 call += 1
                 if op == 6:  # mark_evictable
@@ -222,7 +230,7 @@ class CoreJudge:
                 elif op == 1:  # insert, in flight, by the manager
                     k = rec[1]
                     if (rec[3] == -1 and len(rec) == 6 and k not in refs
-                            and len(refs) < capacity and rec[5] == self.generation):
+                            and len(refs) < capacity and rec[5] == generation):
                         refs[k] = -1
                         cids[k] = rec[2]
                         if k in gone:
@@ -236,7 +244,10 @@ class CoreJudge:
                         continue
                 elif op == 3 and not ordered:
                     continue  # a touch moves nothing core keeps
-                elif (op == 9 or op == 8) and rec[2] == self.generation:
+                elif op in markers:
+                    call -= 1
+                    continue
+                elif (op == 9 or op == 8) and rec[2] == generation:
                     request = requests_get(rec[1])  # a request met before, not finished
                     keys = rec[3]
                     if request is not None and keys:
@@ -250,11 +261,9 @@ class CoreJudge:
                                   and refs.keys().isdisjoint(distinct)):
                                 request.missed |= distinct
                                 continue
-                elif op in markers:
-                    call -= 1
-                    continue
                 self.call = call
                 handlers[op](self, rec)
+                generation = self.generation  # a clear, or a record naming another
         finally:
             self.call = call
             if marked and ordered:
@@ -270,6 +279,11 @@ class CoreJudge:
         if op != 0:
             _HANDLERS[op](self, rec)
             return
+        self._get(rec)
+
+    # -- get -------------------------------------------------------------------
+
+    def _get(self, rec: Sequence[Any]) -> None:
         k = rec[1]
         ref = self.refs.get(k)
         if len(rec) == 2:
@@ -279,8 +293,6 @@ class CoreJudge:
             self._found(k, rec[2])
         elif self.cids[k] != rec[2] or (rec[3] != ref and (rec[3] <= 0 or ref <= 0)):
             self._wrong_chunk(k, rec[2], rec[3], ref)
-
-    # -- get -------------------------------------------------------------------
 
     def _lost(self, k: int) -> None:
         self._policy(
@@ -361,7 +373,7 @@ class CoreJudge:
         gone.pop(k, None)  # re-entered at the end: the oldest go first
         gone[k] = (op, self.call, self.cids.pop(k))
         if len(gone) > _GONE_LIMIT:
-            del gone[next(iter(gone))]
+            gone.popitem(last=False)
         del self.refs[k]
         self.idle.pop(k, None)
 
@@ -456,10 +468,10 @@ class CoreJudge:
         chosen = set(victims)
         self.listed += 1  # EVICT-SHAPE, -EXACT-N, -IDLE-ONLY, -IDENTITY (``exercised``)
         if shut and not idle.keys().isdisjoint(shut):
-            seen["EVICT-UNPROTECTED"] += 1
+            self.shut_idle += 1
         refs, cids = self.refs, self.cids
         if len(idle) < len(refs):
-            seen["INSERT-IN-FLIGHT-NOT-ELIGIBLE"] += 1
+            self.in_flight += 1
         if n == 0 and victims:
             self._policy("EVICT-ZERO", f"evict(0) returned {_keys(victims)}; the spec "
                          "requires []")
@@ -469,7 +481,7 @@ class CoreJudge:
         elif not (
             (not shut or shut.isdisjoint(chosen))
             and idle.keys() >= chosen
-            and [cids[k] for k in victims] == result[1::3]
+            and list(map(cids.__getitem__, victims)) == result[1::3]
             and not any(result[2::3])
         ):  # the common case above is judged at C speed; this names what is wrong
             self._check_victims(n, protected, shut, result)
@@ -478,12 +490,13 @@ class CoreJudge:
         gone, call = self.gone, self.call
         for k in victims:
             if k in refs:
-                gone.pop(k, None)
+                if k in gone:
+                    del gone[k]  # re-entered at the end: the oldest go first
                 gone[k] = ("evict", call, cids.pop(k))
                 del refs[k]
                 idle.pop(k, None)
         while len(gone) > _GONE_LIMIT:
-            del gone[next(iter(gone))]
+            gone.popitem(last=False)
 
     def _check_victims(
         self, n: int, protected: Sequence[int], shut: set[int], result: Sequence[int]

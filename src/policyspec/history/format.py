@@ -2,10 +2,12 @@
 
 A history is JSON Lines: a header object, then one JSON array per policy
 call (and a few markers). Calls are arrays of integers whose first element
-is the operation's code (``OPS``): such a record prints as JSON with
-``repr`` (C speed, no encoder), and many lines parse in one ``json.loads``.
-Only rare records carry text (an exception's type name, a thread's name, a
-result that is not a list); those are encoded with ``json.dumps``.
+is the operation's code (``OPS``): the guard writes such a record's text
+itself from cached pieces (``history.texts``), a list of them prints as
+JSON with ``repr`` (``encode_lines``), and many lines parse in one
+``json.loads``. Only rare records carry text (an exception's type name, a
+thread's name, a result that is not a list); those are JSON-encoded with
+their spaces escaped (``dumps_record``).
 """
 
 from __future__ import annotations

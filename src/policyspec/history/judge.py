@@ -227,7 +227,8 @@ def _judge_paths(paths: Sequence[str | Path], profiles: Sequence[str]) -> Verdic
                         "calls are missing; judged on from its header's state")
             fresh = _judge(header, ordered=ordered)
             fresh.first, fresh.counts, fresh.seen = judge.first, judge.counts, judge.seen
-            fresh.listed = judge.listed
+            fresh.listed, fresh.shut_idle = judge.listed, judge.shut_idle
+            fresh.in_flight = judge.in_flight
             judge = fresh
             for model in models.values():
                 if model.stopped is None:

@@ -1,8 +1,8 @@
 """Writing a history to disk: buffered, with a size limit per segment and
 rotation (spec/history.md, "Segments").
 
-The guard appends records to a list (the hot path does nothing else) and
-hands full buffers to ``SegmentWriter.write``. A segment that has grown past
+The guard appends each record's text to a list and hands full buffers,
+joined, to ``SegmentWriter.write``. A segment that has grown past
 ``max_bytes`` is closed and the next one starts with a header carrying the
 judge's state at that call, so that any suffix of the segments can be
 judged on its own; at most ``keep`` segments stay on disk, the oldest go.
