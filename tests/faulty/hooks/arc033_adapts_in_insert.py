@@ -1,12 +1,15 @@
-"""faulty: ARC-INSERT-T1 profile=arc engine=stateful also=ARC-STORE-MISS-ADAPT budget=30
+"""faulty: ARC-STORE-MISS-ADAPT profile=arc engine=stateful also=ARC-INSERT-T1
 
 vLLM 0.33.0's ARC learning from a ghost hit in ``insert`` (just before it
 erases the ghost) instead of in ``on_store_miss``. The manager evicts
 between the two calls, so the eviction that makes room for the returning
 key still sees the old target: ARC picks the victim from the list the
-ghost hit says to spare. The stateful engine needs an eviction that makes
-a ghost, its key stored again and a later eviction the target decides:
-slower to come up than most faults, hence its budget.
+ghost hit says to spare. The first call the model disagrees with is the
+store miss that did not adapt (the author must move the adaptation
+there); the insert that adapts breaks ARC-INSERT-T1 too. The stateful
+engine needs an eviction that makes a ghost, its key stored again and a
+later eviction the target decides: at capacity 16 that comes up within
+seconds.
 """
 
 from collections.abc import Iterable
