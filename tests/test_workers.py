@@ -32,6 +32,15 @@ def test_copy_zero_makes_the_single_jobs_run_and_the_space_is_split() -> None:
     assert two[0].engine == "seed-errors" and two[1].engine == "fast"  # quickest finders first
 
 
+def test_the_lead_engine_starts_at_once_beside_the_quick_finders() -> None:
+    chosen = [ENGINES[name] for name in ("fast", "stateful", "size")]
+    two = plan(chosen, 10.0, 5, (1, 1), 2, shard_seed, lead="stateful")
+    assert [(i.engine, i.copy) for i in two][:3] == [("stateful", 0), ("size", 0), ("size", 1)]
+    assert (two[-1].engine, two[-1].copy) == ("stateful", 1)
+    one = plan(chosen, 10.0, 5, (1, 1), 1, shard_seed, lead="stateful")
+    assert [i.engine for i in one] == ["size", "fast", "stateful"]  # in turn: quickest first
+
+
 def test_two_jobs_give_the_same_work_for_the_same_seed() -> None:
     subject = subject_from_class(LRUCachePolicy)
     options = CheckOptions(engines=("exhaustive",), depth=3, keys=2, jobs=2)

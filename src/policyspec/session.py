@@ -227,7 +227,8 @@ def run_check(
         database = DirectoryBasedExampleDatabase(options.hypothesis_db)
     standins = installed() if subject.stand_in else contextlib.nullcontext(None)
     jobs = options.jobs or available_cores()
-    items = plan(chosen, seconds, options.seed, options.shard, jobs, shard_seed)
+    items = plan(chosen, seconds, options.seed, options.shard, jobs, shard_seed,
+                 lead="stateful" if subject.has("hooks") else None)
 
     def build(item: Item) -> EngineContext:
         return EngineContext(

@@ -67,11 +67,14 @@ class Item:
 
 def plan(
     chosen: Sequence[Engine], seconds: float, seed: int, shard: tuple[int, int], jobs: int,
-    seed_of: Callable[[int, tuple[int, int]], int],
+    seed_of: Callable[[int, tuple[int, int]], int], lead: str | None = None,
 ) -> list[Item]:
     """The engine runs of a check: ``seconds`` split by the engines' shares,
     and with ``jobs`` > 1 the copies described in the module text.
-    ``seed_of(seed, shard)`` is the seed of a non-shardable engine."""
+    ``seed_of(seed, shard)`` is the seed of a non-shardable engine. With
+    ``jobs`` > 1, the first copy of engine ``lead`` starts at once on a
+    worker of its own, beside the quick finders on the others (the one
+    engine that drives what the others cannot: the request hooks)."""
     total = sum(e.share for e in chosen) or 1.0
     items: list[Item] = []
     for engine in chosen:
@@ -88,7 +91,9 @@ def plan(
     # The engines with the smallest share first: the fast engine sees most
     # faults within a second, and --fail-fast then spares the rest; the
     # copies of one engine stay side by side, so workers stay balanced.
-    return sorted(items, key=lambda item: (ENGINES[item.engine].share, item.copy))
+    return sorted(items, key=lambda item: (
+        not (jobs > 1 and item.engine == lead and item.copy == 0),
+        ENGINES[item.engine].share, item.copy))
 
 
 Build = Callable[[Item], EngineContext]
