@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
 from policyspec.engines import ENGINES, EngineContext, EngineRun, Finding
 from policyspec.engines.explain import culprit
+from policyspec.engines.manager_replay import MANAGER_IDS, manager_failure, manager_fails
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
@@ -302,6 +303,10 @@ def _minimise(
             trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
                            max_tries=min(40, tries))
             used = min(40, tries)
+    elif not sized and family <= MANAGER_IDS:
+        # Only the manager's bookkeeping sees these: replay with it.
+        fails = manager_fails(subject, profile, capacity, family)
+        trace, used = bounded_witness(trace, fails, fails, tries)
     elif not sized and finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
@@ -311,7 +316,8 @@ def _minimise(
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
-        again = failure_of(subject, profile, capacity, trace, fatal=family.__contains__)
+        again = (manager_failure if family <= MANAGER_IDS else failure_of)(
+            subject, profile, capacity, trace, fatal=family.__contains__)
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, again.message
     if not sized or len(trace) <= SIZED_CULPRIT_MOST:
