@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
 from policyspec.engines import ENGINES, EngineContext, EngineRun, Finding
 from policyspec.engines.explain import culprit
-from policyspec.engines.manager_replay import MANAGER_IDS, manager_failure, manager_fails
+from policyspec.engines.manager_replay import MANAGER_IDS, manager_fails, manager_failure
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
@@ -256,6 +256,7 @@ def run_check(
                 subject, profile, runs, options.seed, options.strict, options.capacity,
                 time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
                 minimise_tries=round(max(MIN_MINIMISE_SECONDS, seconds) * MINIMISE_TRIES),
+                minimise_until=started + MINIMISE_BY * seconds,
             )
     enforced = watchdog.enforced and (clock is None or clock.enforced)
     report.stats["jobs"] = jobs
@@ -282,12 +283,12 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
 
 def _minimise(
     subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
-    tries: int,
+    tries: int, deadline: float | None = None,
 ) -> tuple[Finding, int]:
     """``finding`` with the witness to show (``engines.minimise.bounded_witness``),
     its message for that trace and the requirement to blame; and the replays
-    the witness took, at most ``tries`` (then the shortest trace found so
-    far stands: still failing, just longer)."""
+    the witness took, at most ``tries`` and until ``deadline`` (then the
+    shortest trace found so far stands: still failing, just longer)."""
     used = 0
     trace = finding.trace
     capacity = finding.capacity or capacity
@@ -306,13 +307,14 @@ def _minimise(
     elif not sized and family <= MANAGER_IDS:
         # Only the manager's bookkeeping sees these: replay with it.
         fails = manager_fails(subject, profile, capacity, family)
-        trace, used = bounded_witness(trace, fails, fails, tries)
+        trace, used = bounded_witness(trace, fails, fails, tries, deadline)
     elif not sized and finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
         trace, used = bounded_witness(
             trace, fails_with(subject, profile, capacity, family),
-            fails_with(subject, profile, capacity, family, observe=False), tries)
+            fails_with(subject, profile, capacity, family, observe=False, threads=False),
+            tries, deadline)
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
@@ -336,6 +338,13 @@ MINIMISE_TRIES = 100
 second of the budget (at least MIN_MINIMISE_SECONDS): a failing quick run
 stays under 30 s wall, and being a count, not a clock, the same seed gives
 the same trace however busy the machine."""
+MINIMISE_BY = 1.5
+"""Minimising ends by this many times the budget's seconds after the run
+started (each finding at least MIN_MINIMISE_EACH seconds), whatever is left of
+the count: on a machine too busy for MINIMISE_TRIES replays in that time the
+budget still holds (quick under 30 s wall, standard under 90 s), with a
+longer trace."""
+MIN_MINIMISE_EACH = 0.5
 SIZED_CULPRIT_MOST = 160
 """Longest trace of a sized finding whose order difference ``culprit``
 traces back to an operation: it replays every prefix with probes of the
@@ -398,6 +407,7 @@ def _report(
     minimise: bool = True,
     watchdog: Watchdog,
     minimise_tries: int = 0,
+    minimise_until: float | None = None,
 ) -> Report:
     registry = load_registry()
     checked: Counter[str] = Counter()
@@ -422,8 +432,13 @@ def _report(
     left = minimise_tries
     for index, finding in enumerate(order):
         if minimise:
+            until = None
+            if minimise_until is not None:
+                now = time.monotonic()
+                until = now + max(MIN_MINIMISE_EACH,
+                                  (minimise_until - now) / (len(order) - index))
             finding, used = _minimise(subject, profile, capacity, finding, watchdog,
-                                      left // (len(order) - index))
+                                      left // (len(order) - index), until)
             left -= used
         old = best.get(finding.requirement)
         if old is None or len(finding.trace) < len(old.trace):

@@ -11,6 +11,7 @@ in rounds with the generic shrinker until a round gains nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 from policyspec.engines.shrink import shrink
@@ -71,12 +72,15 @@ def witness(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
 
 
 def bounded_witness(
-    trace: Sequence[Action], observed: Fails, unobserved: Fails, tries: int
+    trace: Sequence[Action], observed: Fails, unobserved: Fails, tries: int,
+    deadline: float | None = None,
 ) -> tuple[tuple[Action, ...], int]:
     """``witness`` with at most ``tries`` replays, after which no candidate
     is accepted and the shortest trace found stands; and the replays used.
     A count, not a clock, so that the same seed gives the same trace on a
-    busy machine. Replays without ``get`` observation are much cheaper:
+    busy machine; ``deadline`` (``time.monotonic``) is a safety net for the
+    run's time budget on a machine too busy for the count. Replays without
+    ``get`` observation (and without the second thread) are much cheaper:
     when the failure shows without it, shrink that way and keep the result
     if it fails observed too; otherwise shrink observed."""
     used = 0
@@ -84,7 +88,7 @@ def bounded_witness(
     def counted(fails: Fails) -> Fails:
         def bounded(candidate: Sequence[Action]) -> bool:
             nonlocal used
-            if used >= tries:
+            if used >= tries or (deadline is not None and time.monotonic() > deadline):
                 return False
             used += 1
             return fails(candidate)
