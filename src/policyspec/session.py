@@ -23,6 +23,7 @@ from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
+from policyspec.engines.smaller import LONG, smaller_witness
 from policyspec.exits import UsageError
 from policyspec.harness.lockstep import unobservable
 from policyspec.harness.sightings import Sightings, in_run
@@ -297,6 +298,7 @@ def _minimise(
     # hold thousands of stores, which the minimiser would replay once per
     # key. (Other engines' findings at a capacity of their own are small.)
     sized = finding.engine == "size"
+    own = finding.capacity
     if not sized and not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
@@ -311,10 +313,20 @@ def _minimise(
     elif not sized and finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
+        # A long trace gets half the time here, half at smaller capacities.
+        now = time.monotonic()
+        half = None if deadline is None or len(trace) <= LONG else now + (deadline - now) / 2
         trace, used = bounded_witness(
             trace, fails_with(subject, profile, capacity, family),
             fails_with(subject, profile, capacity, family, observe=False, threads=False),
-            tries, deadline)
+            tries, half or deadline)
+        if len(trace) > LONG:  # a fault that needs a full cycle of the cache
+            smaller = smaller_witness(subject, profile, capacity, family, len(trace),
+                                      tries - used, deadline)
+            if smaller is not None:
+                trace, capacity, spent = smaller
+                own = capacity
+                used += spent
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
@@ -322,13 +334,13 @@ def _minimise(
             subject, profile, capacity, trace, fatal=family.__contains__)
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, again.message
-    if not sized or len(trace) <= SIZED_CULPRIT_MOST:
+    if len(trace) <= SIZED_CULPRIT_MOST:
         requirement = culprit(subject, profile, capacity, trace, requirement)
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
     return Finding(requirement, message, trace, finding.engine, True,
-                   finding.found_after_s, finding.found_after_calls, finding.capacity), used
+                   finding.found_after_s, finding.found_after_calls, own), used
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
@@ -346,8 +358,8 @@ budget still holds (quick under 30 s wall, standard under 90 s), with a
 longer trace."""
 MIN_MINIMISE_EACH = 0.5
 SIZED_CULPRIT_MOST = 160
-"""Longest trace of a sized finding whose order difference ``culprit``
-traces back to an operation: it replays every prefix with probes of the
+"""Longest trace (a sized finding's, or one minimising left long) whose
+order difference ``culprit`` traces back to an operation: it replays every prefix with probes of the
 whole order, cubic in the trace's length (a 260-step trace ran past two
 minutes); a longer one keeps the id it was found with."""
 _HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
