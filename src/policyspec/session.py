@@ -257,7 +257,8 @@ def run_check(
                 subject, profile, runs, options.seed, options.strict, options.capacity,
                 time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
                 minimise_tries=round(max(MIN_MINIMISE_SECONDS, seconds) * MINIMISE_TRIES),
-                minimise_until=started + MINIMISE_BY * seconds,
+                minimise_until=started + max(MINIMISE_BY * seconds,
+                                             seconds + MIN_MINIMISE_SECONDS),
             )
     enforced = watchdog.enforced and (clock is None or clock.enforced)
     report.stats["jobs"] = jobs
@@ -352,7 +353,8 @@ stays under 30 s wall, and being a count, not a clock, the same seed gives
 the same trace however busy the machine."""
 MINIMISE_BY = 1.5
 """Minimising ends by this many times the budget's seconds after the run
-started (each finding at least MIN_MINIMISE_EACH seconds), whatever is left of
+started (at least MIN_MINIMISE_SECONDS after the budget; each finding at
+least MIN_MINIMISE_EACH seconds), whatever is left of
 the count: on a machine too busy for MINIMISE_TRIES replays in that time the
 budget still holds (quick under 30 s wall, standard under 90 s), with a
 longer trace."""

@@ -55,18 +55,25 @@ def minimise(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
 def witness(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
     """The trace to show an author: ``minimise``d; one vLLM's manager could
     make when there is such a trace (``model.actions.by_manager``: the
-    policy's fault shows on real traffic); keys renumbered 0, 1, 2, ... in
-    order of appearance when the failure stays."""
-    best = minimise(trace, fails)
-    if not by_manager(best):
-        for start in dict.fromkeys((legalized(best), legalized(trace))):
-            if by_manager(start) and fails(start):
-                managed = minimise(start, lambda t: fails(t) and by_manager(t))
-                # A witness the manager could make is worth a few more steps
-                # (a store completed rather than inserted idle), not many.
-                if by_manager(managed) and len(managed) <= len(best) + MANAGED_EXTRA:
-                    best = managed
-                    break
+    policy's fault shows on real traffic), looked for first; keys renumbered
+    0, 1, 2, ... in order of appearance when the failure stays."""
+    start = legalized(trace)
+    if by_manager(start) and fails(start):
+        # The manager's sequence first (what a tight budget leaves time for),
+        # then whatever the policy API alone allows from there.
+        managed = minimise(start, lambda t: fails(t) and by_manager(t))
+        best = minimise(managed, fails)
+        # A witness the manager could make is worth a few more steps (a store
+        # completed rather than inserted idle), not many.
+        if by_manager(managed) and len(managed) <= len(best) + MANAGED_EXTRA:
+            best = managed
+    else:
+        best = minimise(trace, fails)
+        start = legalized(best)
+        if not by_manager(best) and by_manager(start) and fails(start):
+            managed = minimise(start, lambda t: fails(t) and by_manager(t))
+            if by_manager(managed) and len(managed) <= len(best) + MANAGED_EXTRA:
+                best = managed
     small = renumbered(best)
     return small if small != best and fails(small) else best
 
