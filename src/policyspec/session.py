@@ -315,19 +315,24 @@ def _minimise(
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
         # A long trace gets half the time here, half at smaller capacities.
+        # A trace still long after an engine's shrinking, or after half the
+        # time here, may be a fault that needs a full cycle of the cache:
+        # look for it at smaller capacities (engines.smaller).
         now = time.monotonic()
         half = None if deadline is None or len(trace) <= LONG else now + (deadline - now) / 2
-        trace, used = bounded_witness(
-            trace, fails_with(subject, profile, capacity, family),
-            fails_with(subject, profile, capacity, family, observe=False, threads=False),
-            tries, half or deadline)
-        if len(trace) > LONG:  # a fault that needs a full cycle of the cache
-            smaller = smaller_witness(subject, profile, capacity, family, len(trace),
-                                      tries - used, deadline)
-            if smaller is not None:
-                trace, capacity, spent = smaller
-                own = capacity
-                used += spent
+        if finding.shrunk and len(trace) > LONG:
+            trace, capacity, own, used = _at_smaller(subject, profile, capacity, family, trace,
+                                                     tries, half)
+        if len(trace) > LONG or not finding.shrunk:
+            trace, spent = bounded_witness(
+                trace, fails_with(subject, profile, capacity, family),
+                fails_with(subject, profile, capacity, family, observe=False, threads=False),
+                tries - used, deadline if finding.shrunk else half or deadline)
+            used += spent
+        if not finding.shrunk and len(trace) > LONG:
+            trace, capacity, own, spent = _at_smaller(subject, profile, capacity, family, trace,
+                                                      tries - used, deadline)
+            used += spent
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
@@ -342,6 +347,19 @@ def _minimise(
             subject, profile, capacity, trace, requirement, message)
     return Finding(requirement, message, trace, finding.engine, True,
                    finding.found_after_s, finding.found_after_calls, own), used
+
+
+def _at_smaller(
+    subject: Subject, profile: Profile, capacity: int, family: frozenset[str],
+    trace: tuple[Action, ...], tries: int, deadline: float | None,
+) -> tuple[tuple[Action, ...], int, int | None, int]:
+    """``smaller_witness``, or ``trace`` as it was: the trace, its capacity,
+    the capacity the finding must name (None: the run's) and the replays
+    used."""
+    smaller = smaller_witness(subject, profile, capacity, family, len(trace), tries, deadline)
+    if smaller is None:
+        return trace, capacity, None, 0
+    return smaller[0], smaller[1], smaller[1], smaller[2]
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")

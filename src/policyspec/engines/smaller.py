@@ -48,7 +48,7 @@ def smaller_witness(
     used = 0
     for small in CAPACITIES:
         left = None if deadline is None else deadline - time.monotonic()
-        if small >= capacity or (left is not None and left < 2 * SEARCH_SECONDS):
+        if small >= capacity or (left is not None and left < SEARCH_SECONDS + 0.5):
             continue
         run = run_fast(subject, profile, SEARCH_SECONDS, 0, small)
         found = [f for f in run.findings if f.requirement in family]
