@@ -259,6 +259,7 @@ def run_check(
                 minimise_tries=round(max(MIN_MINIMISE_SECONDS, seconds) * MINIMISE_TRIES),
                 minimise_until=started + max(MINIMISE_BY * seconds,
                                              seconds + MIN_MINIMISE_SECONDS),
+                blame_seconds=BLAME_SHARE * seconds,
             )
     enforced = watchdog.enforced and (clock is None or clock.enforced)
     report.stats["jobs"] = jobs
@@ -285,12 +286,13 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
 
 def _minimise(
     subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
-    tries: int, deadline: float | None = None,
+    tries: int, deadline: float | None = None, blame_until: float | None = None,
 ) -> tuple[Finding, int]:
     """``finding`` with the witness to show (``engines.minimise.bounded_witness``),
     its message for that trace and the requirement to blame; and the replays
     the witness took, at most ``tries`` and until ``deadline`` (then the
-    shortest trace found so far stands: still failing, just longer)."""
+    shortest trace found so far stands: still failing, just longer).
+    ``culprit`` looks for the operation to blame until ``blame_until``."""
     used = 0
     trace = finding.trace
     capacity = finding.capacity or capacity
@@ -341,7 +343,7 @@ def _minimise(
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, again.message
     if len(trace) <= SIZED_CULPRIT_MOST:
-        requirement = culprit(subject, profile, capacity, trace, requirement)
+        requirement = culprit(subject, profile, capacity, trace, requirement, blame_until)
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
@@ -377,6 +379,10 @@ the count: on a machine too busy for MINIMISE_TRIES replays in that time the
 budget still holds (quick under 30 s wall, standard under 90 s), with a
 longer trace."""
 MIN_MINIMISE_EACH = 0.5
+BLAME_SHARE = 0.2
+"""``culprit``'s search for the operation to blame ends this many times the
+budget's seconds after minimising (quick: 3 s): past it, a finding keeps
+the id it was found with."""
 SIZED_CULPRIT_MOST = 160
 """Longest trace (a sized finding's, or one minimising left long) whose
 order difference ``culprit`` traces back to an operation: it replays every prefix with probes of the
@@ -440,6 +446,7 @@ def _report(
     watchdog: Watchdog,
     minimise_tries: int = 0,
     minimise_until: float | None = None,
+    blame_seconds: float = 0.0,
 ) -> Report:
     registry = load_registry()
     checked: Counter[str] = Counter()
@@ -464,13 +471,14 @@ def _report(
     left = minimise_tries
     for index, finding in enumerate(order):
         if minimise:
-            until = None
+            until = blame = None
             if minimise_until is not None:
                 now = time.monotonic()
                 until = now + max(MIN_MINIMISE_EACH,
                                   (minimise_until - now) / (len(order) - index))
+                blame = minimise_until + blame_seconds
             finding, used = _minimise(subject, profile, capacity, finding, watchdog,
-                                      left // (len(order) - index), until)
+                                      left // (len(order) - index), until, blame)
             left -= used
         old = best.get(finding.requirement)
         if old is None or len(finding.trace) < len(old.trace):
