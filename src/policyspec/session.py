@@ -325,13 +325,13 @@ def _minimise(
         if finding.shrunk and len(trace) > LONG:
             trace, capacity, own, used = _at_smaller(subject, profile, capacity, family, trace,
                                                      tries, half)
-        if len(trace) > LONG or not finding.shrunk:
+        if own is None:  # (a witness at a smaller capacity is minimised already)
             trace, spent = bounded_witness(
                 trace, fails_with(subject, profile, capacity, family),
                 fails_with(subject, profile, capacity, family, observe=False, threads=False),
                 tries - used, deadline if finding.shrunk else half or deadline)
             used += spent
-        if not finding.shrunk and len(trace) > LONG:
+        if own is None and len(trace) > LONG:
             trace, capacity, own, spent = _at_smaller(subject, profile, capacity, family, trace,
                                                       tries - used, deadline)
             used += spent

@@ -55,25 +55,19 @@ def minimise(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
 def witness(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
     """The trace to show an author: ``minimise``d; one vLLM's manager could
     make when there is such a trace (``model.actions.by_manager``: the
-    policy's fault shows on real traffic), looked for first; keys renumbered
-    0, 1, 2, ... in order of appearance when the failure stays."""
-    start = legalized(trace)
-    if by_manager(start) and fails(start):
-        # The manager's sequence first (what a tight budget leaves time for),
-        # then whatever the policy API alone allows from there.
-        managed = minimise(start, lambda t: fails(t) and by_manager(t))
-        best = minimise(managed, fails)
-        # A witness the manager could make is worth a few more steps (a store
-        # completed rather than inserted idle), not many.
-        if by_manager(managed) and len(managed) <= len(best) + MANAGED_EXTRA:
-            best = managed
-    else:
-        best = minimise(trace, fails)
-        start = legalized(best)
-        if not by_manager(best) and by_manager(start) and fails(start):
-            managed = minimise(start, lambda t: fails(t) and by_manager(t))
-            if by_manager(managed) and len(managed) <= len(best) + MANAGED_EXTRA:
-                best = managed
+    policy's fault shows on real traffic); keys renumbered 0, 1, 2, ... in
+    order of appearance when the failure stays."""
+    best = minimise(trace, fails)
+    if not by_manager(best):
+        starts = (legalized(best), legalized(best, pad=True), legalized(trace))
+        for start in dict.fromkeys(starts):
+            if by_manager(start) and fails(start):
+                managed = minimise(start, lambda t: fails(t) and by_manager(t))
+                # A witness the manager could make is worth a few more steps
+                # (a store completed rather than inserted idle), not many.
+                if by_manager(managed) and len(managed) <= len(best) + MANAGED_EXTRA:
+                    best = managed
+                    break
     small = renumbered(best)
     return small if small != best and fails(small) else best
 
@@ -110,14 +104,18 @@ def bounded_witness(
     return witness(trace, counted(observed)), used
 
 
-def legalized(trace: Sequence[Action]) -> tuple[Action, ...]:
+def legalized(trace: Sequence[Action], *, pad: bool = False) -> tuple[Action, ...]:
     """``trace`` made as vLLM's manager would make it, where it can be: a
     block inserted idle is stored in flight and completed, ``evict(0)`` and
     the removal of a key not in flight go, an eviction asks for at most the
-    idle blocks there are (the fast-fail guard) or goes."""
+    idle blocks there are (the fast-fail guard) or goes. With ``pad``, an
+    eviction that asks for more keeps its n, and stores of new keys complete
+    before it until enough blocks are idle (a fault that shows only when
+    blocks in flight are all there is to take)."""
     out: list[Action] = []
     refs: dict[int, int] = {}
     gone = 0
+    fresh = 1 + max((k for a in trace for k in keys_of(a)), default=-1)
     for action in trace:
         op = action[0]
         if op == "insert":
@@ -134,6 +132,11 @@ def legalized(trace: Sequence[Action]) -> tuple[Action, ...]:
             del refs[action[1]]
         elif op == "evict":
             idle = sum(1 for r in refs.values() if r == IDLE) - gone
+            while pad and idle < action[1]:
+                out += [("insert", fresh, IN_FLIGHT), ("finish_store", fresh)]
+                refs[fresh] = IDLE
+                fresh += 1
+                idle += 1
             n = min(action[1], idle)
             if n < 1:
                 continue
