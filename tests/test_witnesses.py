@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from policyspec.adapters import installed, subject_for_class
-from policyspec.engines.manager_replay import manager_failure, manager_fails
+from policyspec.engines.manager_replay import manager_fails, manager_failure
 from policyspec.engines.metamorphic import run_metamorphic
 from policyspec.engines.minimise import bounded_witness, drop_lives
 from policyspec.harness.sightings import Sightings, in_run
@@ -117,3 +117,4 @@ def test_a_fault_that_needs_a_full_cache_is_shown_at_a_small_capacity() -> None:
     failure = next(f for f in report.failures if f.requirement == "EVICT-EXACT-N")
     assert len(failure.trace) <= 25, failure.trace
     assert "subject.build(64)" not in failure.repro
+    assert "shown at capacity" in failure.message, failure.message

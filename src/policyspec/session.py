@@ -295,6 +295,7 @@ def _minimise(
     ``culprit`` looks for the operation to blame until ``blame_until``."""
     used = 0
     trace = finding.trace
+    run_capacity = capacity
     capacity = finding.capacity or capacity
     family = _family(profile, finding.requirement)
     # A finding of the size engine was shrunk by size already: its traces
@@ -347,6 +348,9 @@ def _minimise(
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
+    if own is not None and not sized:
+        message += (f" (shown at capacity {own}: at the run's capacity of {run_capacity} "
+                    f"every witness found was longer than {LONG} steps)")
     return Finding(requirement, message, trace, finding.engine, True,
                    finding.found_after_s, finding.found_after_calls, own), used
 
