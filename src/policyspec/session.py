@@ -344,7 +344,11 @@ def _minimise(
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, again.message
     if len(trace) <= SIZED_CULPRIT_MOST:
-        requirement = culprit(subject, profile, capacity, trace, requirement, blame_until)
+        # (At least MIN_BLAME_SECONDS: a short trace's culprit is quick, and
+        # the deadline is there for long ones.)
+        until = None if blame_until is None else max(
+            blame_until, time.monotonic() + MIN_BLAME_SECONDS)
+        requirement = culprit(subject, profile, capacity, trace, requirement, until)
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
@@ -383,6 +387,7 @@ the count: on a machine too busy for MINIMISE_TRIES replays in that time the
 budget still holds (quick under 30 s wall, standard under 90 s), with a
 longer trace."""
 MIN_MINIMISE_EACH = 0.5
+MIN_BLAME_SECONDS = 1.0
 BLAME_SHARE = 0.2
 """``culprit``'s search for the operation to blame ends this many times the
 budget's seconds after minimising (quick: 3 s): past it, a finding keeps
