@@ -113,7 +113,9 @@ def _detection(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     from benchmarks.detection import corpus, measure_detection
 
     files = corpus()
-    budgets: tuple[float | str, ...] = (1.0,) if args.short else (1.0, 2.0, 5.0, "quick")
+    budgets: tuple[float | str, ...] = (1.0,) if args.short else tuple(
+        b if b in ("quick", "standard", "deep") else float(b)
+        for b in args.detection_budgets.split(","))
     runnable = [f for f in files if f.runnable]
     say(f"6. Detection over the faulty corpus ({len(runnable)} files checked as a user would, "
         f"every default engine, --jobs 1, seed 0;\n   {len(files) - len(runnable)} more need "
@@ -149,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds per engine run")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions for the medians")
     parser.add_argument("--out", help="also write the report to this file")
+    parser.add_argument("--detection-budgets", default="1,2,5,quick",
+                        help="the budgets of the detection curve, comma-separated")
     args = parser.parse_args(argv)
     lines: list[str] = []
 
