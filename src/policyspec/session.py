@@ -302,7 +302,7 @@ def _minimise(
     # hold thousands of stores, which the minimiser would replay once per
     # key. (Other engines' findings at a capacity of their own are small.)
     sized = finding.engine == "size"
-    own = finding.capacity
+    smaller = False  # the witness was found again at a smaller capacity (engines.smaller)
     if not sized and not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
@@ -324,17 +324,17 @@ def _minimise(
         now = time.monotonic()
         half = None if deadline is None or len(trace) <= LONG else now + (deadline - now) / 2
         if finding.shrunk and len(trace) > LONG:
-            trace, capacity, own, used = _at_smaller(subject, profile, capacity, family, trace,
-                                                     tries, half)
-        if own is None:  # (a witness at a smaller capacity is minimised already)
+            trace, capacity, smaller, used = _at_smaller(subject, profile, capacity, family,
+                                                         trace, tries, half)
+        if not smaller:  # (a witness at a smaller capacity is minimised already)
             trace, spent = bounded_witness(
                 trace, fails_with(subject, profile, capacity, family),
                 fails_with(subject, profile, capacity, family, observe=False, threads=False),
                 tries - used, deadline if finding.shrunk else half or deadline)
             used += spent
-        if own is None and len(trace) > LONG:
-            trace, capacity, own, spent = _at_smaller(subject, profile, capacity, family, trace,
-                                                      tries - used, deadline)
+        if not smaller and len(trace) > LONG:
+            trace, capacity, smaller, spent = _at_smaller(subject, profile, capacity, family,
+                                                          trace, tries - used, deadline)
             used += spent
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
@@ -352,24 +352,23 @@ def _minimise(
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
-    if own is not None and not sized:
-        message += (f" (shown at capacity {own}: at the run's capacity of {run_capacity} "
+    if smaller:
+        message += (f" (shown at capacity {capacity}: at the capacity of {run_capacity} "
                     f"every witness found was longer than {LONG} steps)")
-    return Finding(requirement, message, trace, finding.engine, True,
-                   finding.found_after_s, finding.found_after_calls, own), used
+    return Finding(requirement, message, trace, finding.engine, True, finding.found_after_s,
+                   finding.found_after_calls, capacity if smaller else finding.capacity), used
 
 
 def _at_smaller(
     subject: Subject, profile: Profile, capacity: int, family: frozenset[str],
     trace: tuple[Action, ...], tries: int, deadline: float | None,
-) -> tuple[tuple[Action, ...], int, int | None, int]:
+) -> tuple[tuple[Action, ...], int, bool, int]:
     """``smaller_witness``, or ``trace`` as it was: the trace, its capacity,
-    the capacity the finding must name (None: the run's) and the replays
-    used."""
+    whether it is a smaller capacity's witness, and the replays used."""
     smaller = smaller_witness(subject, profile, capacity, family, len(trace), tries, deadline)
     if smaller is None:
-        return trace, capacity, None, 0
-    return smaller[0], smaller[1], smaller[1], smaller[2]
+        return trace, capacity, False, 0
+    return smaller[0], smaller[1], True, smaller[2]
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
