@@ -113,7 +113,9 @@ def _detection(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     from benchmarks.detection import corpus, measure_detection
 
     files = corpus()
-    budgets: tuple[float | str, ...] = (1.0,) if args.short else (1.0, 2.0, 5.0, "quick")
+    budgets: tuple[float | str, ...] = (1.0,) if args.short else tuple(
+        b if b in ("quick", "standard", "deep") else float(b)
+        for b in args.detection_budgets.split(","))
     runnable = [f for f in files if f.runnable]
     say(f"6. Detection over the faulty corpus ({len(runnable)} files checked as a user would, "
         f"every default engine, --jobs 1, seed 0;\n   {len(files) - len(runnable)} more need "
@@ -126,7 +128,17 @@ def _detection(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         label = f"{curve.budget:g} s" if isinstance(curve.budget, float) else curve.budget
         say(f"   {label:<9}{len(curve.caught):>4}/{len(curve.catches):<3}   {found[0]:8.2f} / "
             f"{found[1]:6.2f} s              {wall[0]:8.1f} / {wall[1]:6.1f} s          "
-            f"{steps[0]:6.1f} / {steps[1]:3}                 {missed}")
+            f"{steps[0]:6.1f} / {steps[1]:4}                {missed}")
+        unsized = curve.trace_steps_unsized()
+        worst = curve.longest_any()
+        sized = ", ".join(f"{c.name} {c.steps}" for c in curve.caught if c.engine == "size"
+                          and (c.steps or 0) > 25)
+        slowest = max(curve.caught, key=lambda c: c.wall_s, default=None)
+        say(f"             without the size engine's findings: trace steps {unsized[0]:.1f} / "
+            f"{unsized[1]}; longest trace of any id shown: "
+            + (f"{worst.longest[1]} ({worst.name}, {worst.longest[0]})" if worst else "-")
+            + (f"; slowest: {slowest.name}" if slowest else ""))
+        say(f"             size-engine witnesses over 25 steps (production sizes): {sized or '-'}")
     say("   targets at quick: median found after <= 0.5 s; slowest failing run <= 30 s; "
         "trace steps median <= 5, max <= 25\n")
 
@@ -139,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds per engine run")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions for the medians")
     parser.add_argument("--out", help="also write the report to this file")
+    parser.add_argument("--detection-budgets", default="1,2,5,quick",
+                        help="the budgets of the detection curve, comma-separated")
     args = parser.parse_args(argv)
     lines: list[str] = []
 

@@ -75,6 +75,11 @@ class Catch:
     wall_s: float
     steps: int | None
     """Steps of the minimal trace shown for the expected id."""
+    engine: str | None = None
+    """The engine that found the expected id ("size": a fault that shows
+    only at production sizes, whose witness cannot be short)."""
+    longest: tuple[str, int] = ("", 0)
+    """The longest trace the report shows, of any id, and its id."""
 
 
 @dataclass
@@ -96,6 +101,17 @@ class Curve:
         without a trace, e.g. a cost measurement, counts 0)."""
         steps = [c.steps or 0 for c in self.caught]
         return (statistics.median(steps), max(steps)) if steps else (0.0, 0)
+
+    def trace_steps_unsized(self) -> tuple[float, int]:
+        """``trace_steps`` without the size engine's findings."""
+        steps = [c.steps or 0 for c in self.caught if c.engine != "size"]
+        return (statistics.median(steps), max(steps)) if steps else (0.0, 0)
+
+    def longest_any(self) -> Catch | None:
+        """The caught file whose report shows the longest trace of any id,
+        size findings apart."""
+        unsized = [c for c in self.caught if c.engine != "size"]
+        return max(unsized, key=lambda c: c.longest[1], default=None)
 
     def failing_wall(self) -> tuple[float, float]:
         """Median and worst wall seconds of the failing runs, shrinking included."""
@@ -126,7 +142,10 @@ def measure_detection(
                                options=CheckOptions(budget=budget, jobs=jobs, seed=0))
             wall = time.monotonic() - started
             hit = next((f for f in report.failures if f.requirement == faulty.requirement), None)
+            longest = max(((f.requirement, len(f.trace)) for f in report.failures),
+                          key=lambda pair: pair[1], default=("", 0))
             curve.catches.append(Catch(faulty.path.stem, hit is not None,
                                        hit.found_after_s if hit else None, wall,
-                                       len(hit.trace) if hit else None))
+                                       len(hit.trace) if hit else None,
+                                       hit.engine if hit else None, longest))
         yield curve

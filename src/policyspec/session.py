@@ -18,10 +18,12 @@ from dataclasses import dataclass, replace
 from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
 from policyspec.engines import ENGINES, EngineContext, EngineRun, Finding
 from policyspec.engines.explain import culprit
+from policyspec.engines.manager_replay import MANAGER_IDS, manager_fails, manager_failure
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
+from policyspec.engines.smaller import LONG, smaller_witness
 from policyspec.exits import UsageError
 from policyspec.harness.lockstep import unobservable
 from policyspec.harness.sightings import Sightings, in_run
@@ -255,6 +257,9 @@ def run_check(
                 subject, profile, runs, options.seed, options.strict, options.capacity,
                 time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
                 minimise_tries=round(max(MIN_MINIMISE_SECONDS, seconds) * MINIMISE_TRIES),
+                minimise_until=started + max(MINIMISE_BY * seconds,
+                                             seconds + MIN_MINIMISE_SECONDS),
+                blame_seconds=BLAME_SHARE * seconds,
             )
     enforced = watchdog.enforced and (clock is None or clock.enforced)
     report.stats["jobs"] = jobs
@@ -281,20 +286,23 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
 
 def _minimise(
     subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
-    tries: int,
+    tries: int, deadline: float | None = None, blame_until: float | None = None,
 ) -> tuple[Finding, int]:
     """``finding`` with the witness to show (``engines.minimise.bounded_witness``),
     its message for that trace and the requirement to blame; and the replays
-    the witness took, at most ``tries`` (then the shortest trace found so
-    far stands: still failing, just longer)."""
+    the witness took, at most ``tries`` and until ``deadline`` (then the
+    shortest trace found so far stands: still failing, just longer).
+    ``culprit`` looks for the operation to blame until ``blame_until``."""
     used = 0
     trace = finding.trace
+    run_capacity = capacity
     capacity = finding.capacity or capacity
     family = _family(profile, finding.requirement)
     # A finding of the size engine was shrunk by size already: its traces
     # hold thousands of stores, which the minimiser would replay once per
     # key. (Other engines' findings at a capacity of their own are small.)
     sized = finding.engine == "size"
+    smaller = False  # the witness was found again at a smaller capacity (engines.smaller)
     if not sized and not finding.shrunk and finding.requirement in _COSTLY:
         # Every replay that still hangs costs the time limit: lower it and
         # try few candidates.
@@ -302,25 +310,65 @@ def _minimise(
             trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
                            max_tries=min(40, tries))
             used = min(40, tries)
+    elif not sized and family <= MANAGER_IDS:
+        # Only the manager's bookkeeping sees these: replay with it.
+        fails = manager_fails(subject, profile, capacity, family)
+        trace, used = bounded_witness(trace, fails, fails, tries, deadline)
     elif not sized and finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
-        trace, used = bounded_witness(
-            trace, fails_with(subject, profile, capacity, family),
-            fails_with(subject, profile, capacity, family, observe=False), tries)
+        # A long trace gets half the time here, half at smaller capacities.
+        # A trace still long after an engine's shrinking, or after half the
+        # time here, may be a fault that needs a full cycle of the cache:
+        # look for it at smaller capacities (engines.smaller).
+        now = time.monotonic()
+        half = None if deadline is None or len(trace) <= LONG else now + (deadline - now) / 2
+        if finding.shrunk and len(trace) > LONG:
+            trace, capacity, smaller, used = _at_smaller(subject, profile, capacity, family,
+                                                         trace, tries, half)
+        if not smaller:  # (a witness at a smaller capacity is minimised already)
+            trace, spent = bounded_witness(
+                trace, fails_with(subject, profile, capacity, family),
+                fails_with(subject, profile, capacity, family, observe=False, threads=False),
+                tries - used, deadline if finding.shrunk else half or deadline)
+            used += spent
+        if not smaller and len(trace) > LONG:
+            trace, capacity, smaller, spent = _at_smaller(subject, profile, capacity, family,
+                                                          trace, tries - used, deadline)
+            used += spent
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
-        again = failure_of(subject, profile, capacity, trace, fatal=family.__contains__)
+        again = (manager_failure if family <= MANAGER_IDS else failure_of)(
+            subject, profile, capacity, trace, fatal=family.__contains__)
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, again.message
-    if not sized or len(trace) <= SIZED_CULPRIT_MOST:
-        requirement = culprit(subject, profile, capacity, trace, requirement)
+    if len(trace) <= SIZED_CULPRIT_MOST:
+        # (At least MIN_BLAME_SECONDS: a short trace's culprit is quick, and
+        # the deadline is there for long ones.)
+        until = None if blame_until is None else max(
+            blame_until, time.monotonic() + MIN_BLAME_SECONDS)
+        requirement = culprit(subject, profile, capacity, trace, requirement, until)
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
-    return Finding(requirement, message, trace, finding.engine, True,
-                   finding.found_after_s, finding.found_after_calls, finding.capacity), used
+    if smaller:
+        message += (f" (shown at capacity {capacity}: at the capacity of {run_capacity} "
+                    f"every witness found was longer than {LONG} steps)")
+    return Finding(requirement, message, trace, finding.engine, True, finding.found_after_s,
+                   finding.found_after_calls, capacity if smaller else finding.capacity), used
+
+
+def _at_smaller(
+    subject: Subject, profile: Profile, capacity: int, family: frozenset[str],
+    trace: tuple[Action, ...], tries: int, deadline: float | None,
+) -> tuple[tuple[Action, ...], int, bool, int]:
+    """``smaller_witness``, or ``trace`` as it was: the trace, its capacity,
+    whether it is a smaller capacity's witness, and the replays used."""
+    smaller = smaller_witness(subject, profile, capacity, family, len(trace), tries, deadline)
+    if smaller is None:
+        return trace, capacity, False, 0
+    return smaller[0], smaller[1], True, smaller[2]
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
@@ -330,9 +378,22 @@ MINIMISE_TRIES = 100
 second of the budget (at least MIN_MINIMISE_SECONDS): a failing quick run
 stays under 30 s wall, and being a count, not a clock, the same seed gives
 the same trace however busy the machine."""
+MINIMISE_BY = 1.5
+"""Minimising ends by this many times the budget's seconds after the run
+started (at least MIN_MINIMISE_SECONDS after the budget; each finding at
+least MIN_MINIMISE_EACH seconds), whatever is left of
+the count: on a machine too busy for MINIMISE_TRIES replays in that time the
+budget still holds (quick under 30 s wall, standard under 90 s), with a
+longer trace."""
+MIN_MINIMISE_EACH = 0.5
+MIN_BLAME_SECONDS = 1.0
+BLAME_SHARE = 0.2
+"""``culprit``'s search for the operation to blame ends this many times the
+budget's seconds after minimising (quick: 3 s): past it, a finding keeps
+the id it was found with."""
 SIZED_CULPRIT_MOST = 160
-"""Longest trace of a sized finding whose order difference ``culprit``
-traces back to an operation: it replays every prefix with probes of the
+"""Longest trace (a sized finding's, or one minimising left long) whose
+order difference ``culprit`` traces back to an operation: it replays every prefix with probes of the
 whole order, cubic in the trace's length (a 260-step trace ran past two
 minutes); a longer one keeps the id it was found with."""
 _HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
@@ -392,6 +453,8 @@ def _report(
     minimise: bool = True,
     watchdog: Watchdog,
     minimise_tries: int = 0,
+    minimise_until: float | None = None,
+    blame_seconds: float = 0.0,
 ) -> Report:
     registry = load_registry()
     checked: Counter[str] = Counter()
@@ -416,8 +479,14 @@ def _report(
     left = minimise_tries
     for index, finding in enumerate(order):
         if minimise:
+            until = blame = None
+            if minimise_until is not None:
+                now = time.monotonic()
+                until = now + max(MIN_MINIMISE_EACH,
+                                  (minimise_until - now) / (len(order) - index))
+                blame = minimise_until + blame_seconds
             finding, used = _minimise(subject, profile, capacity, finding, watchdog,
-                                      left // (len(order) - index))
+                                      left // (len(order) - index), until, blame)
             left -= used
         old = best.get(finding.requirement)
         if old is None or len(finding.trace) < len(old.trace):

@@ -21,6 +21,7 @@ SHOULD GET-PURE, an exact profile fails it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,9 +39,12 @@ __all__ = ["culprit", "run_probe"]
 
 
 def culprit(
-    subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str
+    subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str,
+    deadline: float | None = None,
 ) -> str:
-    """The requirement to report for a failure first seen as ``requirement``."""
+    """The requirement to report for a failure first seen as ``requirement``
+    (kept when ``deadline``, a ``time.monotonic`` instant, passes first:
+    each prefix replays once per probe, and a long sized trace took minutes)."""
     refinement = profile.refinement
     if refinement is None or requirement not in (
         refinement.order_requirement,
@@ -54,6 +58,8 @@ def culprit(
     ext, state = before.ext, before.state.copy()
     previous: list[ProbeResult] = []
     for end in range(1, len(trace)):
+        if deadline is not None and time.monotonic() > deadline:
+            return requirement
         prefix = trace[:end]
         harness = _replay(subject, profile, capacity, prefix)
         if harness is None:

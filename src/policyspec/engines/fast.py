@@ -143,7 +143,7 @@ def _run_driver(
         except Difference as found:
             sightings.saw(found.requirement, driver.calls)
             trace = _spelled(runs)
-            _judge(run, subject, profile, capacity, trace, found)
+            _judge(run, subject, profile, capacity, trace, found, deadline)
         except CallTimeout:
             trace = _spelled(runs)
             message = f"a policy call in {runs[-1]!r} did not return within the time limit"
@@ -151,7 +151,7 @@ def _run_driver(
         except Exception as exc:  # the policy raised during a legal call
             trace = _spelled(runs)
             raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: {exc}")
-            _judge(run, subject, profile, capacity, trace, raised)
+            _judge(run, subject, profile, capacity, trace, raised, deadline)
         finally:
             watch.op = None
         run.calls += driver.calls
@@ -164,7 +164,8 @@ def _run_driver(
         if run.findings or run.error or sightings.stopped():
             break
     for requirement, trace in soft.items():
-        _judge(run, subject, profile, capacity, trace, Difference(requirement, "soft"))
+        _judge(run, subject, profile, capacity, trace, Difference(requirement, "soft"),
+               deadline)
     if samples:
         run.counts["mean_keys"] = round(sizes / samples)
         run.counts["mean_idle"] = round(idles / samples)
@@ -229,7 +230,7 @@ def _run_lockstep(
                 harness.apply(source.next(harness.state))
         except ConformanceFailure as failure:
             _judge(run, subject, profile, capacity, list(failure.trace),
-                   Difference(failure.requirement, failure.message))
+                   Difference(failure.requirement, failure.message), deadline)
         except CallTimeout:
             run.add(Finding("API-RETURNS", "a policy call did not return within the time "
                             "limit", tuple(harness.trace), ENGINE))
@@ -242,13 +243,17 @@ def _run_lockstep(
         if run.findings or run.error:
             break
     for requirement, trace in soft.items():
-        _judge(run, subject, profile, capacity, list(trace), Difference(requirement, "soft"))
+        _judge(run, subject, profile, capacity, list(trace), Difference(requirement, "soft"),
+               deadline)
 
 
 # -- judging and shrinking --------------------------------------------------------------
 
 SHRINK_TRIES = 1000
 """Replays the engine shrinks one finding with."""
+SHRINK_GRACE = 1.0
+"""Seconds past the engine's share its shrinking may take (the report's
+minimiser goes on from the result, within the run's budget)."""
 
 
 def _judge(
@@ -258,9 +263,11 @@ def _judge(
     capacity: int,
     trace: list[Action],
     found: Difference,
+    deadline: float,
 ) -> None:
-    """Replay ``trace`` in the full harness; report what it finds, shrunk.
-    A SHOULD failure is replayed with only that requirement fatal."""
+    """Replay ``trace`` in the full harness; report what it finds, shrunk
+    until the engine's ``deadline`` (at least SHRINK_GRACE seconds). A
+    SHOULD failure is replayed with only that requirement fatal."""
     watch.op = None
     fatal = None
     known = load_registry().get(found.requirement)
@@ -278,20 +285,23 @@ def _judge(
         )
         return
     requirement = failure.requirement
-    small = _shrink(subject, profile, capacity, failure.trace, requirement)
+    until = max(deadline, monotonic() + SHRINK_GRACE)
+    small = _shrink(subject, profile, capacity, failure.trace, requirement, until)
     confirmed = failure_of(subject, profile, capacity, small, fatal=lambda r: r == requirement)
     message = confirmed.message if confirmed is not None else failure.message
     run.add(Finding(requirement, message, small, ENGINE, shrunk=True))
 
 
 def _shrink(
-    subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str
+    subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str,
+    until: float,
 ) -> tuple[Action, ...]:
-    """At most SHRINK_TRIES replays: the report's minimiser goes on from the
-    result."""
+    """At most SHRINK_TRIES replays, until ``until``: the report's minimiser
+    goes on from the result."""
     return bounded_witness(
         trace,
         fails_with(subject, profile, capacity, requirement),
-        fails_with(subject, profile, capacity, requirement, observe=False),
+        fails_with(subject, profile, capacity, requirement, observe=False, threads=False),
         SHRINK_TRIES,
+        until,
     )[0]

@@ -24,14 +24,13 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from policyspec.engines.action_source import ActionSource
-from policyspec.engines.minimise import without_key
+from policyspec.engines.minimise import bounded_witness, renamed, renumbering
 from policyspec.engines.render import describe
 from policyspec.engines.result import EngineRun, Finding
-from policyspec.engines.shrink import shrink
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
@@ -313,15 +312,18 @@ def _zero_evicts(index: int, refs: Mapping[int, int], ctx: _Context) -> list[Ste
 
 
 def _failing_evict(index: int, refs: Mapping[int, int], ctx: _Context) -> list[Step]:
-    """capacity + 1 on even steps; on odd ones, one more than the eligible
-    keys with every other idle key protected (gets past a size shortcut)."""
+    """capacity + 1; and where a key is idle, one more than the eligible
+    keys with every other idle key protected (gets past a size shortcut, and
+    is a call vLLM's manager makes: n no more than the idle keys). Both after
+    every step, not by turns: a step fewer must not change what follows
+    (shrinking), and the witness keeps only the calls it needs."""
+    steps = [Step(("evict", ctx.capacity + 1, frozenset()), None, None, refs)]
     idle = [k for k, r in refs.items() if r == IDLE]
-    if index % 2 and idle:
+    if idle:
         protected = frozenset(idle[::2])
         n = len(idle) - len(protected) + 1
-    else:
-        protected, n = frozenset(), ctx.capacity + 1
-    return [Step(("evict", n, protected), None, None, refs)]
+        steps.append(Step(("evict", n, protected), None, None, refs))
+    return steps
 
 
 def _protect_absent(
@@ -440,9 +442,11 @@ class _Judge:
 
     def difference(
         self, relation: Relation, sequence: Sequence[Action], ctx: _Context,
-        base: _Result | None = None,
+        base: _Result | None = None, steps: Sequence[Step] | None = None,
     ) -> _Difference | None:
-        """The first step whose result the transformation changes, or None."""
+        """The first step whose result the transformation changes, or None.
+        ``steps``: the transformed sequence to run instead of the
+        relation's own (a thinned one, see ``_thinned``)."""
         if base is None:
             base = self.baseline(sequence)
         if not base.legal:
@@ -455,7 +459,8 @@ class _Judge:
                 return None
             outputs = zip(reference, ref.outputs, strict=True)
             wanted = [o for s, o in outputs if s.origin is not None]
-        steps = relation.transform(sequence, base.snapshots, ctx)
+        if steps is None:
+            steps = relation.transform(sequence, base.snapshots, ctx)
         run = self._replay(steps, baseline=wanted)
         if not run.legal or not run.outputs:
             return None
@@ -640,8 +645,11 @@ def _minimal(
     judge: _Judge, relation: Relation, sequence: Sequence[Action], ctx: _Context,
     first: _Difference, seconds: float,
 ) -> Finding | None:
-    """Shrink S (then CLEAR-FRESH's prefix) while the same requirement
-    still breaks, for at most ``seconds``; confirm the result twice before
+    """Shrink S with the shared minimiser (``engines.minimise``: no step and
+    no key that can go, a sequence vLLM's manager could make where there is
+    one), CLEAR-FRESH's prefix too, then the added calls of the transformed
+    sequence (``_thinned``), then rename the keys 0, 1, 2, ...; at most
+    MINIMISE_TRIES replays and ``seconds``; confirm the result twice before
     reporting it."""
     rid = first.requirement
     if "did not return" in first.message:  # every replay would wait out the limit
@@ -654,28 +662,23 @@ def _minimal(
         found = judge.difference(relation, candidate, context)
         return found is not None and found.requirement == rid
 
-    def fails(candidate: Sequence[Action]) -> bool:
-        return breaks(candidate, ctx)
-
     if ctx.prefix:  # a short history first: every later replay gets cheaper
         short = sequence[: first.needs]
         ctx = _Context(
             ctx.capacity,
             _shortest_prefix(ctx.prefix, lambda p: breaks(short, _Context(ctx.capacity, p))),
         )
-
-    best = shrink(tuple(sequence[: first.needs]), fails, max_tries=1000)
-    for _ in range(4):  # steps shrink cannot take alone: a key's whole story, a smaller n
-        smaller = _smaller_evicts(_drop_keys(best, fails), fails)
-        if smaller == best:
-            break
-        best = shrink(smaller, fails, max_tries=500)
+    context = ctx
+    best, _ = bounded_witness(sequence[: first.needs], lambda c: breaks(c, context),
+                              lambda c: breaks(c, context), MINIMISE_TRIES)
     if ctx.prefix:
-        prefix = shrink(
-            ctx.prefix, lambda p: breaks(best, _Context(ctx.capacity, tuple(p))), max_tries=500
-        )
+        prefix, _ = bounded_witness(
+            ctx.prefix, lambda p: breaks(best, _Context(ctx.capacity, tuple(p))),
+            lambda p: breaks(best, _Context(ctx.capacity, tuple(p))), MINIMISE_TRIES // 3)
         ctx = _Context(ctx.capacity, tuple(prefix))
-    found = [judge.difference(relation, best, ctx) for _ in range(2)]
+    steps = _thinned(judge, relation, best, ctx, rid, deadline)
+    best, ctx, steps = _renumbered(judge, relation, best, ctx, steps, rid)
+    found = [judge.difference(relation, best, ctx, steps=steps) for _ in range(2)]
     if any(f is None or f.requirement != rid for f in found) or found[0] != found[1]:
         return None
     final = found[0]
@@ -683,35 +686,77 @@ def _minimal(
     return Finding(rid, final.message, final.trace, "metamorphic", shrunk=True)
 
 
-def _smaller_evicts(
-    sequence: tuple[Action, ...], fails: Callable[[Sequence[Action]], bool]
-) -> tuple[Action, ...]:
-    """Try evict(1, ...) and evict(n // 2, ...) for each evict of S: a small
-    n needs fewer idle keys, so more of the sequence can go afterwards."""
-    best = sequence
-    for index, action in enumerate(sequence):
-        if action[0] != "evict" or action[1] < 2:
-            continue
-        for n in (1, action[1] // 2):
-            candidate = (*best[:index], ("evict", n, action[2]), *best[index + 1 :])
-            if fails(candidate):
-                best = candidate
-                break
-    return best
+MINIMISE_TRIES = 1500
+"""Candidate sequences the engine's minimising of one difference may try
+(a count, so that the same seed gives the same witness on a busy machine;
+``seconds`` is the safety net)."""
 
 
-def _drop_keys(
-    sequence: tuple[Action, ...], fails: Callable[[Sequence[Action]], bool]
-) -> tuple[Action, ...]:
-    """Try removing every mention of one key at a time (its store, its
-    completion, its loads, its lookups): dropping one action of such a chain
-    alone leaves the sequence illegal, so plain delta debugging keeps them."""
-    best = sequence
-    for key in sorted({a[1] for a in sequence if a[0] == "insert"}):
-        candidate = without_key(best, key)
-        if candidate != best and fails(candidate):
-            best = candidate
-    return best
+def _thinned(
+    judge: _Judge, relation: Relation, sequence: Sequence[Action], ctx: _Context, rid: str,
+    deadline: float,
+) -> tuple[Step, ...] | None:
+    """The relation's transformed sequence for ``sequence`` without the
+    added calls and the added protected keys the difference does not need
+    (an evict that must fail after each action, where one after the third
+    shows it). None where the relation compares with a reference run of its
+    own (that run is made from the same added history: both would have to
+    change together), or nothing can go."""
+    if relation.reference is not None:
+        return None
+    base = judge.baseline(sequence)
+    if not base.legal:
+        return None
+    steps = tuple(relation.transform(sequence, base.snapshots, ctx))
+    original = steps
+
+    def same(candidate: tuple[Step, ...]) -> bool:
+        if time.monotonic() > deadline:
+            return False
+        found = judge.difference(relation, sequence, ctx, base, candidate)
+        return found is not None and found.requirement == rid
+
+    index = 0
+    while index < len(steps):
+        step = steps[index]
+        if step.origin is None and step.action[0] != "clear":  # CLEAR-FRESH's is the change
+            candidate = (*steps[:index], *steps[index + 1:])
+            if same(candidate):
+                steps = candidate
+                continue
+        if step.action[0] == "evict" and step.origin is not None:
+            # (An added call's expected result holds for its own arguments.)
+            for k in sorted(step.action[2] - sequence[step.origin][2]):
+                action = ("evict", step.action[1], steps[index].action[2] - {k})
+                candidate = (*steps[:index], replace(steps[index], action=action),
+                             *steps[index + 1:])
+                if same(candidate):
+                    steps = candidate
+        index += 1
+    return None if steps == original else steps
+
+
+def _renumbered(
+    judge: _Judge, relation: Relation, sequence: Sequence[Action], ctx: _Context,
+    steps: tuple[Step, ...] | None, rid: str,
+) -> tuple[tuple[Action, ...], _Context, tuple[Step, ...] | None]:
+    """S, the context and the thinned steps with their keys renamed 0, 1,
+    2, ... in order of appearance in the printed sequence, when the same
+    difference shows (a policy may look at key values); else as they were."""
+    shown = [s.action for s in steps] if steps is not None else [*ctx.prefix, *sequence]
+    name = renumbering(shown)
+    small = tuple(renamed(a, name) for a in sequence)
+    small_ctx = _Context(ctx.capacity, tuple(renamed(a, name) for a in ctx.prefix))
+    small_steps = None if steps is None else tuple(
+        replace(s, action=renamed(s.action, name),
+                refs=None if s.refs is None else {name(k): r for k, r in s.refs.items()})
+        for s in steps)
+    if (small, small_ctx.prefix, small_steps) == (tuple(sequence), ctx.prefix, steps):
+        return tuple(sequence), ctx, steps
+    found = judge.difference(relation, small, small_ctx, steps=small_steps)
+    if found is not None and found.requirement == rid:
+        return small, small_ctx, small_steps
+    return tuple(sequence), ctx, steps
 
 
 def _shortest_prefix(

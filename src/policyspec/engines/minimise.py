@@ -11,6 +11,7 @@ in rounds with the generic shrinker until a round gains nothing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 from policyspec.engines.shrink import shrink
@@ -21,10 +22,14 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 __all__ = [
     "bounded_witness",
     "drop_keys",
+    "drop_lives",
     "fewer_evicted",
+    "keys_of",
     "legalized",
     "minimise",
+    "renamed",
     "renumbered",
+    "renumbering",
     "without_key",
     "witness",
 ]
@@ -36,12 +41,12 @@ MANAGED_EXTRA = 4
 
 
 def minimise(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
-    """The generic shrinker, then rounds of: forget keys, evict fewer,
-    shrink again, until a round gains nothing (at most ``ROUNDS``)."""
+    """The generic shrinker, then rounds of: forget keys, forget one life
+    of a key, evict fewer, shrink again, until a round gains nothing (at most ``ROUNDS``)."""
     best = shrink(trace, fails)
     for _ in range(ROUNDS):
         before = best
-        best = shrink(fewer_evicted(drop_keys(best, fails), fails), fails)
+        best = shrink(fewer_evicted(drop_lives(drop_keys(best, fails), fails), fails), fails)
         if best == before:
             break
     return best
@@ -54,7 +59,8 @@ def witness(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
     order of appearance when the failure stays."""
     best = minimise(trace, fails)
     if not by_manager(best):
-        for start in dict.fromkeys((legalized(best), legalized(trace))):
+        starts = (legalized(best), legalized(best, pad=True), legalized(trace))
+        for start in dict.fromkeys(starts):
             if by_manager(start) and fails(start):
                 managed = minimise(start, lambda t: fails(t) and by_manager(t))
                 # A witness the manager could make is worth a few more steps
@@ -67,12 +73,15 @@ def witness(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
 
 
 def bounded_witness(
-    trace: Sequence[Action], observed: Fails, unobserved: Fails, tries: int
+    trace: Sequence[Action], observed: Fails, unobserved: Fails, tries: int,
+    deadline: float | None = None,
 ) -> tuple[tuple[Action, ...], int]:
     """``witness`` with at most ``tries`` replays, after which no candidate
     is accepted and the shortest trace found stands; and the replays used.
     A count, not a clock, so that the same seed gives the same trace on a
-    busy machine. Replays without ``get`` observation are much cheaper:
+    busy machine; ``deadline`` (``time.monotonic``) is a safety net for the
+    run's time budget on a machine too busy for the count. Replays without
+    ``get`` observation (and without the second thread) are much cheaper:
     when the failure shows without it, shrink that way and keep the result
     if it fails observed too; otherwise shrink observed."""
     used = 0
@@ -80,7 +89,7 @@ def bounded_witness(
     def counted(fails: Fails) -> Fails:
         def bounded(candidate: Sequence[Action]) -> bool:
             nonlocal used
-            if used >= tries:
+            if used >= tries or (deadline is not None and time.monotonic() > deadline):
                 return False
             used += 1
             return fails(candidate)
@@ -95,14 +104,18 @@ def bounded_witness(
     return witness(trace, counted(observed)), used
 
 
-def legalized(trace: Sequence[Action]) -> tuple[Action, ...]:
+def legalized(trace: Sequence[Action], *, pad: bool = False) -> tuple[Action, ...]:
     """``trace`` made as vLLM's manager would make it, where it can be: a
     block inserted idle is stored in flight and completed, ``evict(0)`` and
     the removal of a key not in flight go, an eviction asks for at most the
-    idle blocks there are (the fast-fail guard) or goes."""
+    idle blocks there are (the fast-fail guard) or goes. With ``pad``, an
+    eviction that asks for more keeps its n, and stores of new keys complete
+    before it until enough blocks are idle (a fault that shows only when
+    blocks in flight are all there is to take)."""
     out: list[Action] = []
     refs: dict[int, int] = {}
     gone = 0
+    fresh = 1 + max((k for a in trace for k in keys_of(a)), default=-1)
     for action in trace:
         op = action[0]
         if op == "insert":
@@ -119,6 +132,11 @@ def legalized(trace: Sequence[Action]) -> tuple[Action, ...]:
             del refs[action[1]]
         elif op == "evict":
             idle = sum(1 for r in refs.values() if r == IDLE) - gone
+            while pad and idle < action[1]:
+                out += [("insert", fresh, IN_FLIGHT), ("finish_store", fresh)]
+                refs[fresh] = IDLE
+                fresh += 1
+                idle += 1
             n = min(action[1], idle)
             if n < 1:
                 continue
@@ -138,6 +156,15 @@ def renumbered(trace: Sequence[Action]) -> tuple[Action, ...]:
     """``trace`` with its keys renamed 0, 1, 2, ... in order of appearance
     (within each KV group). Only right for a policy that does not look at
     key values, hence tried, never assumed."""
+    name = renumbering(trace)
+    return tuple(renamed(action, name) for action in trace)
+
+
+def renumbering(trace: Sequence[Action]) -> Callable[[int], int]:
+    """The key renaming ``renumbered`` applies to ``trace``, for use on
+    other actions too (a metamorphic witness renames its sequence and the
+    transformed one alike): keys ``trace`` does not name get the next
+    numbers as they come."""
     names: dict[int, int] = {}
     counts: dict[int, int] = {}
 
@@ -149,12 +176,13 @@ def renumbered(trace: Sequence[Action]) -> tuple[Action, ...]:
         return names[k]
 
     for action in trace:
-        for k in _keys_of(action):
+        for k in keys_of(action):
             name(k)
-    return tuple(_renamed(action, name) for action in trace)
+    return name
 
 
-def _renamed(action: Action, name: Callable[[int], int]) -> Action:
+def renamed(action: Action, name: Callable[[int], int]) -> Action:
+    """``action`` with each key ``k`` named ``name(k)``."""
     op = action[0]
     if op == "touch":
         return ("touch", tuple(name(k) for k in action[1]))
@@ -193,11 +221,41 @@ def drop_keys(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
     forgotten idle key leaves every later eviction one key short, so each
     key is also tried with every evict asking for one key fewer."""
     best = tuple(trace)
-    for key in dict.fromkeys(k for a in trace for k in _keys_of(a)):
+    for key in dict.fromkeys(k for a in trace for k in keys_of(a)):
         for candidate in (without_key(best, key), _one_fewer(without_key(best, key))):
             if candidate and _size(candidate) < _size(best) and fails(candidate):
                 best = candidate
                 break
+    return best
+
+
+def drop_lives(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
+    """Forget one life of a key (its insert and every later action on it up
+    to its next insert or a ``clear``; a key with one life is
+    ``drop_keys``'s) while the failure stays: a key stored
+    and dropped again (a failed store, an eviction) before it is stored for
+    good is padding that neither ``drop_keys`` (the later life matters) nor
+    the chunk-wise shrinker (the two ends are apart) can remove."""
+    best = tuple(trace)
+    index = 0
+    while index < len(best):
+        action = best[index]
+        if action[0] == "insert":
+            key = action[1]
+            end = next((j for j in range(index + 1, len(best))
+                        if best[j][0] == "clear"
+                        or (best[j][0] == "insert" and best[j][1] == key)), len(best))
+            life = without_key(best[index:end], key)
+            candidate = (*best[:index], *life, *best[end:])
+            if any(keys_of(a) == (key,) for a in (*best[:index], *best[end:])):
+                for smaller in (candidate, _one_fewer(candidate)):
+                    if _size(smaller) < _size(best) and fails(smaller):
+                        best = smaller
+                        break
+                else:
+                    index += 1
+                continue
+        index += 1
     return best
 
 
@@ -212,10 +270,11 @@ def _one_fewer(trace: tuple[Action, ...]) -> tuple[Action, ...]:
 
 def _size(trace: Sequence[Action]) -> tuple[int, int]:
     """Shorter first, then fewer keys named."""
-    return len(trace), sum(len(_keys_of(a)) for a in trace)
+    return len(trace), sum(len(keys_of(a)) for a in trace)
 
 
-def _keys_of(action: Action) -> tuple[int, ...]:
+def keys_of(action: Action) -> tuple[int, ...]:
+    """The keys ``action`` names, in order."""
     op = action[0]
     if op == "touch":
         return tuple(action[1])

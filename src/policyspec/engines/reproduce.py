@@ -46,14 +46,17 @@ def fails_with(
     requirement: str | frozenset[str],
     *,
     observe: bool = True,
+    threads: bool | None = None,
 ) -> Callable[[Sequence[Action]], bool]:
     """A predicate for the shrinker: the trace still breaks ``requirement``
-    (or one of a set of ids that show the same fault)."""
+    (or one of a set of ids that show the same fault). ``threads`` as for
+    ``failure_of``."""
     family = frozenset((requirement,)) if isinstance(requirement, str) else requirement
 
     def fails(trace: Sequence[Action]) -> bool:
         failure = failure_of(
-            subject, profile, capacity, trace, observe=observe, fatal=family.__contains__
+            subject, profile, capacity, trace, observe=observe, fatal=family.__contains__,
+            threads=threads,
         )
         return failure is not None and failure.requirement in family
 

@@ -1,0 +1,120 @@
+"""Witnesses an author believes (issue 19, item 3): the minimiser forgets a
+key's padding life, the manager's own findings shrink through a replay with
+its bookkeeping, a metamorphic witness keeps only the added calls it needs,
+and a fault that needs a full cache is shown at a small capacity.
+
+The corpus-wide figures (median and longest trace at each budget) are
+measured by ``python -m benchmarks --only detection``, not asserted here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+from policyspec.adapters import installed, subject_for_class
+from policyspec.engines.manager_replay import manager_fails, manager_failure
+from policyspec.engines.metamorphic import run_metamorphic
+from policyspec.engines.minimise import bounded_witness, drop_lives
+from policyspec.harness.sightings import Sightings, in_run
+from policyspec.model.actions import Action, by_manager
+from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.profiles import get_profile
+from policyspec.reference.lru import LRUCachePolicy
+from policyspec.session import run_check
+
+FAULTY = Path(__file__).parent / "faulty"
+CORE = get_profile("core")
+
+
+def _faulty(name: str) -> type:
+    spec = importlib.util.spec_from_file_location(f"witness_{name}", FAULTY / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    policy: type = module.Policy
+    return policy
+
+
+def _stored(*keys: int) -> list[Action]:
+    return [a for k in keys for a in (("insert", k, IN_FLIGHT), ("finish_store", k))]
+
+
+def test_a_key_stored_and_dropped_before_its_real_life_is_forgotten() -> None:
+    # Fails when key 1 is present at the end; its first life is padding.
+    padded: list[Action] = [("insert", 1, IN_FLIGHT), ("insert", 0, IN_FLIGHT),
+                            ("remove", 1), ("insert", 1, IN_FLIGHT), ("get", 1)]
+
+    def fails(trace: Sequence[Action]) -> bool:
+        present: set[int] = set()
+        for action in trace:
+            if action[0] == "insert":
+                present.add(action[1])
+            elif action[0] == "remove":
+                present.discard(action[1])
+        return 1 in present and any(a[0] == "get" for a in trace)
+
+    assert drop_lives(padded, fails) == (("insert", 0, IN_FLIGHT), ("insert", 1, IN_FLIGHT),
+                                         ("get", 1))
+
+
+def test_the_managers_idle_count_failure_replays_and_shrinks_to_a_manager_trace() -> None:
+    subject = subject_for_class(_faulty("g02_drops_victims_before_notify"))
+    # The third eviction's notification fails and its victim is lost.
+    padding = [("touch", (5, 6)), ("get", 7)]
+    trace = [*_stored(0, 1, 2, 3), *padding, ("evict", 1, frozenset()), *padding,
+             ("evict", 1, frozenset()), ("evict", 1, frozenset())]
+    with installed():
+        failure = manager_failure(subject, CORE, 8, trace)
+        assert failure is not None and failure.requirement == "MANAGER-IDLE-COUNT"
+        fails = manager_fails(subject, CORE, 8, frozenset({"MANAGER-IDLE-COUNT"}))
+        small, used = bounded_witness(trace, fails, fails, 500)
+    assert fails(small) and by_manager(small)
+    assert 0 < used <= 500
+    assert len(small) <= 9, small  # three stores completed, three evictions
+    assert sum(a[0] == "evict" for a in small) == 3
+
+
+def test_a_trace_the_manager_cannot_make_shows_nothing_about_the_manager() -> None:
+    subject = subject_for_class(_faulty("g02_drops_victims_before_notify"))
+    inserted_idle: list[Action] = [("insert", k, IDLE) for k in range(3)]
+    trace = [*inserted_idle, *[("evict", 1, frozenset())] * 3]
+    with installed():
+        assert manager_failure(subject, CORE, 8, trace) is None
+
+
+def test_a_metamorphic_witness_keeps_only_the_added_calls_it_needs() -> None:
+    subject = subject_for_class(_faulty("failed_evict_reorders"))
+    with installed(), in_run(Sightings(0.0)):
+        run = run_metamorphic(subject, CORE, 30.0, 0, 64, examples=6)
+    finding = next(f for f in run.findings if f.requirement == "EVICT-ATOMIC")
+    assert len(finding.trace) <= 10, finding.trace
+    keys = {a[1] for a in finding.trace if a[0] == "insert"}
+    assert keys == set(range(len(keys))), finding.trace  # renamed 0, 1, 2, ...
+    # One evict that must fail, of all those the relation adds after every step.
+    assert sum(a[0] == "evict" for a in finding.trace) <= 3, finding.trace
+
+
+class FullCacheShortchanges(LRUCachePolicy[Any, Any]):
+    """Evicts one victim too few once every slot is taken: a witness needs a
+    full cache, 2 x capacity + 1 steps at the least."""
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        full = len(self.blocks) >= self.cache_capacity
+        victims = super().evict(n, protected)
+        if full and victims and n > 1:
+            victim = victims.pop()
+            self.insert(*victim)
+            self.mark_evictable(victim[0])
+        return victims
+
+
+def test_a_fault_that_needs_a_full_cache_is_shown_at_a_small_capacity() -> None:
+    report = run_check(subject_for_class(FullCacheShortchanges), CORE, budget=10.0,
+                       engines=("fast",))
+    failure = next(f for f in report.failures if f.requirement == "EVICT-EXACT-N")
+    assert len(failure.trace) <= 25, failure.trace
+    assert "subject.build(64)" not in failure.repro
+    assert "shown at capacity" in failure.message, failure.message
