@@ -62,8 +62,7 @@ class Target:
 
 TARGETS: tuple[Target, ...] = (
     Target("src/policyspec/reference/lru.py", "policyspec.reference:LRUCachePolicy", "lru"),
-    Target("src/policyspec/reference/arc.py", "policyspec.reference:ARCCachePolicy", "arc",
-           ("--capacity", "8")),
+    Target("src/policyspec/reference/arc.py", "policyspec.reference:ARCCachePolicy", "arc"),
     Target("src/policyspec/reference/lru_033.py", "policyspec.reference:LRU033CachePolicy",
            "lru-0.33"),
 )
