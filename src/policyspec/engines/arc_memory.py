@@ -14,8 +14,9 @@ to 8, unless ``--capacity`` fixes it) over a pool of ``POOL_FACTOR`` times
 the capacity, so B1 and B2 together can hold several capacities' worth of
 departed keys: requests store a few keys, half of them keys that were
 present before (where the ghosts are), reported first to ``on_store_miss``
-where the revision has the request hooks, else touched first, as the seed
-scheduler does; stores evict under pressure with the request's keys
+(and ``on_request_access``) where the revision has the request hooks, else
+touched first, as the seed scheduler does; requests finish later, some
+after their keys were evicted; stores evict under pressure with the request's keys
 protected; ready keys are touched (T1 -> T2, so both ghost lists fill);
 now and then every idle key is evicted at once (with every key idle, that
 is all of T1 and T2: the edge of ARC-LIVENESS), a load pins a block, or
@@ -127,6 +128,8 @@ class _Session:
         self.clears = subject.has("clear")
         self.inserted: set[int] = set()
         self.request = 0
+        self.open: dict[int, tuple[tuple[int, ...], frozenset[int], frozenset[int]]] = {}
+        """Requests not finished yet: the keys each saw, inserted, reused."""
 
     def do(self, action: Action) -> None:
         if action[0] == "insert":
@@ -143,10 +146,13 @@ class _Session:
             self.finish()
         elif roll < 0.91:
             self.evict_idle()
-        elif roll < 0.98:
+        elif roll < 0.97:
             self.read()
         elif self.clears:
             self.do(("clear",))
+            self.open.clear()
+        if self.hooks and self.open and self.rng.random() < 0.4:
+            self.finish_request()
 
     def store(self) -> None:
         """A request stores a few absent keys, half of them departed ones
@@ -165,6 +171,8 @@ class _Session:
         r = self.request
         if self.hooks:
             self.do(("on_store_miss", r, tuple(keys)))
+            self.do(("on_request_access", r, tuple(keys)))
+            self.open[r] = (tuple(keys), frozenset(keys), frozenset())
         else:
             self.do(("touch", tuple(keys)))
         need = len(refs) + len(keys) - self.capacity
@@ -189,14 +197,28 @@ class _Session:
         return sorted(k for k, r in refs.items() if r >= IDLE)
 
     def touch(self) -> None:
-        """Ready keys seen again (T1 -> T2), with a departed key now and then."""
+        """Ready keys seen again (T1 -> T2), with a departed key now and then:
+        by ``touch``, or with the request hooks half the time by a request
+        that reuses them (promoted when it finishes)."""
         ready = self._with("ready")
         keys = self.rng.sample(ready, min(len(ready), self.rng.randint(1, 3)))
+        if self.hooks and keys and self.rng.random() < 0.5:
+            self.request += 1
+            self.do(("on_request_access", self.request, tuple(keys)))
+            self.open[self.request] = (tuple(keys), frozenset(), frozenset(keys))
+            return
         departed = sorted(self.inserted - set(self.harness.state.refs))
         if departed and self.rng.random() < 0.3:
             keys.append(self.rng.choice(departed))
         if keys:
             self.do(("touch", tuple(keys)))
+
+    def finish_request(self) -> None:
+        """One open request finishes, with the keys it saw (present or not by
+        now), those it only inserted and those it reused."""
+        r = self.rng.choice(sorted(self.open))
+        seen, inserted, reused = self.open.pop(r)
+        self.do(("on_request_finished", r, (seen,), inserted, reused))
 
     def finish(self) -> None:
         for key in self._with("flight"):
