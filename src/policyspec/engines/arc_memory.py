@@ -68,26 +68,33 @@ def run_arc_memory(
     *,
     fixed: bool,
     examples: int | None = None,
+    ranked: bool = False,
+    engine: str = ENGINE,
 ) -> EngineRun:
     """Sessions for about ``seconds`` (or ``examples`` of them); the same
-    seed gives the same sessions."""
-    run = EngineRun(engine=ENGINE)
+    seed gives the same sessions. ``ranked`` (the ``request-memory``
+    engine, for vLLM 0.33's request-ranked LRU): requests place their keys
+    (``set_positions``), mix hits with misses, and request ids start over
+    after a ``clear``, so that a request's context carries a rank from the
+    generation before (LRU033-CLEAR-RESET, LRU033-INSERT-RANK)."""
+    run = EngineRun(engine=engine)
     started = monotonic()
     rng = random.Random(seed)
     while (run.examples < examples) if examples is not None else (
             monotonic() < started + seconds):
         size = capacity if fixed else rng.choice(CAPACITIES)
-        session = _Session(rng, Lockstep(subject, profile, size, observe=False), subject)
+        session = _Session(rng, Lockstep(subject, profile, size, observe=False), subject,
+                           ranked=ranked)
         harness = session.harness
         try:
             for _ in range(STEPS):
                 session.step()
         except (ConformanceFailure, Aborted) as raised:
             failure = raised.failure if isinstance(raised, Aborted) else raised
-            _report(run, subject, profile, size, fixed, failure)
+            _report(run, subject, profile, size, fixed, failure, engine)
         except CallTimeout:
             run.add(Finding("API-RETURNS", "a policy call did not return within the time limit",
-                            tuple(harness.trace), ENGINE, capacity=None if fixed else size))
+                            tuple(harness.trace), engine, capacity=None if fixed else size))
         run.calls += harness.calls
         run.steps += len(harness.trace)
         run.examples += 1
@@ -95,14 +102,14 @@ def run_arc_memory(
         if run.findings or run.error:
             break
     if not fixed:
-        run.notes.append(f"{ENGINE}: capacities {', '.join(map(str, CAPACITIES))}, key pool "
+        run.notes.append(f"{engine}: capacities {', '.join(map(str, CAPACITIES))}, key pool "
                          f"{POOL_FACTOR} times the capacity")
     run.seconds = monotonic() - started
     return run
 
 
 def _report(run: EngineRun, subject: Subject, profile: Profile, capacity: int, fixed: bool,
-            failure: ConformanceFailure) -> None:
+            failure: ConformanceFailure, engine: str) -> None:
     requirement = failure.requirement
     small = bounded_witness(
         failure.trace,
@@ -112,15 +119,17 @@ def _report(run: EngineRun, subject: Subject, profile: Profile, capacity: int, f
     )[0]
     confirmed = failure_of(subject, profile, capacity, small, fatal=lambda r: r == requirement)
     message = confirmed.message if confirmed is not None else str(failure)
-    run.add(Finding(requirement, message, tuple(small), ENGINE, shrunk=True,
+    run.add(Finding(requirement, message, tuple(small), engine, shrunk=True,
                     capacity=None if fixed else capacity))
 
 
 class _Session:
     """One example: the caller's side of a manager over one policy."""
 
-    def __init__(self, rng: random.Random, harness: Lockstep, subject: Subject) -> None:
+    def __init__(self, rng: random.Random, harness: Lockstep, subject: Subject, *,
+                 ranked: bool) -> None:
         self.rng = rng
+        self.ranked = ranked and subject.has("hooks")
         self.harness = harness
         self.capacity = harness.capacity
         self.pool = POOL_FACTOR * harness.capacity
@@ -151,6 +160,8 @@ class _Session:
         elif self.clears:
             self.do(("clear",))
             self.open.clear()
+            if self.ranked:
+                self.request = 0  # ids start over; their contexts keep old ranks
         if self.hooks and self.open and self.rng.random() < 0.4:
             self.finish_request()
 
@@ -169,17 +180,25 @@ class _Session:
                 keys.append(choice)
         self.request += 1
         r = self.request
+        seen = list(keys)
+        if self.ranked:
+            present = sorted(refs)
+            hits = self.rng.sample(present, min(len(present), self.rng.randint(0, 2)))
+            seen = keys + hits
+            self.rng.shuffle(seen)
+            self.do(("set_positions", r, tuple((k, i) for i, k in enumerate(seen))))
         if self.hooks:
             self.do(("on_store_miss", r, tuple(keys)))
-            self.do(("on_request_access", r, tuple(keys)))
-            self.open[r] = (tuple(keys), frozenset(keys), frozenset())
+            self.do(("on_request_access", r, tuple(seen)))
+            ready = frozenset(k for k in seen if k not in keys and refs.get(k, IN_FLIGHT) >= IDLE)
+            self.open[r] = (tuple(seen), frozenset(keys), ready)
         else:
             self.do(("touch", tuple(keys)))
         need = len(refs) + len(keys) - self.capacity
         if need > 0:
             if need > len(self.harness.state.idle):
                 return  # the manager refuses before it asks the policy
-            self.do(("evict", need, frozenset(keys)))
+            self.do(("evict", need, frozenset(seen)))
             if len(self.harness.state.refs) + len(keys) > self.capacity:
                 return  # evict refused: so does the store
         for key in keys:
