@@ -29,7 +29,8 @@ from crosshair import IgnoreAttempt
 from benchmarks.mutation import ROOT, TARGETS, Mutant, Target, mutants_of
 from benchmarks.mutation_ledger import load_ledger
 
-__all__ = ["DRIVERS", "Block", "Context", "Driver", "arc_session", "lru_session", "main", "prove"]
+__all__ = ["DRIVERS", "Block", "Context", "Driver", "arc_session", "lru033_session", "lru_session",
+           "main", "prove"]
 
 
 class Block:
@@ -116,6 +117,35 @@ def arc_session(policy_class: Any, ghosts: int, hit: bool, k: int, r0: int, r1: 
     return _victims(got), state
 
 
+def lru033_session(policy_class: Any, k: int, r0: int, r1: int, placed: bool, cleared: bool,
+                   reused: bool, touched: bool, n: int, p0: bool, p1: bool) -> object:
+    """The 0.33 LRU at capacity 3. Up to two keys (states r0, r1) stored by
+    one request, at positions 0 and 1 when ``placed``; when ``cleared``, a
+    clear and the same keys stored again by the same request (its rank is
+    stale then); when ``reused``, a second request accesses them and
+    finishes reusing them; key 0 touched when ``touched``; then evict(n,
+    protected) with n up to 3 and any protected subset of {0, 1}. The
+    outcome is what a caller can see: the victims, the present keys and the
+    idle keys in eviction order (not the ranks' values)."""
+    if not (0 <= k <= 2 and 0 <= n <= 3):
+        raise IgnoreAttempt
+    policy = policy_class(cache_capacity=3)
+    first = Context({0: 0, 1: 1} if placed else {})
+    _stored(policy, (r0, r1)[:k], first)
+    if cleared:
+        policy.clear()
+        _stored(policy, (r0, r1)[:k], first)
+    keys = list(range(k))
+    if reused and keys:
+        second = Context({0: 0, 1: 1})
+        policy.on_request_access(keys, second)
+        policy.on_request_finished([keys], set(), set(keys), second)
+    if touched and k:
+        policy.touch([0], first)
+    got = policy.evict(n, {key for key, flag in enumerate((p0, p1)) if flag})
+    return _victims(got), sorted(policy.chunks), [key for _, key in policy.idle]
+
+
 @dataclass(frozen=True)
 class Driver:
     session: str
@@ -132,6 +162,9 @@ DRIVERS: dict[str, Driver] = {
     "arc.py": Driver("arc_session", "ARCCachePolicy", (
         ("ghosts", "int"), ("hit", "bool"), ("k", "int"), ("r0", "int"), ("r1", "int"),
         ("frequent", "bool"), ("n", "int"), ("p0", "bool"))),
+    "lru_033.py": Driver("lru033_session", "LRU033CachePolicy", (
+        ("k", "int"), ("r0", "int"), ("r1", "int"), ("placed", "bool"), ("cleared", "bool"),
+        ("reused", "bool"), ("touched", "bool"), ("n", "int"), ("p0", "bool"), ("p1", "bool"))),
 }
 
 

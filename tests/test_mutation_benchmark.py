@@ -58,3 +58,18 @@ def test_every_ledger_entry_names_a_mutant_of_the_current_file() -> None:
     assert not set(ledger.equivalent) & set(ledger.missing), "a mutant with two verdicts"
     assert all(reason.strip() for reason, _ in ledger.equivalent.values())
     assert all(check.strip() for check in ledger.missing.values())
+
+
+def test_a_target_with_further_option_sets_runs_each_check_until_one_fails(tmp_path: Path) -> None:
+    import shlex
+
+    from benchmarks.mutation import Target, check_command
+
+    plain = Target("x.py", "m:C", "core")
+    assert shlex.split(check_command(plain, tmp_path, "4"))[0] == "env"
+    chained = Target("x.py", "m:C", "arc", ("--capacity", "8"), (("--engine", "size"),))
+    argv = shlex.split(check_command(chained, tmp_path, "4"))
+    assert argv[:2] == ["sh", "-c"]
+    first, second = argv[2].split(" && ")
+    assert first.endswith("--capacity 8") and second.endswith("--engine size")
+    assert first.split()[:3] == second.split()[:3]  # the same scratch PYTHONPATH and Python

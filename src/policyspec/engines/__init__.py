@@ -172,3 +172,27 @@ def _evict_linear(requirement: str) -> Callable[[EngineContext], EngineRun]:
 
 # The arc profile bounds the work of one batch eviction as a MUST (bug V5).
 register_engine(Engine("evict-linear", _evict_linear("ARC-EVICT-LINEAR"), 0.02, only_for="arc"))
+
+
+def _arc_memory(ctx: EngineContext) -> EngineRun:
+    from policyspec.engines.arc_memory import run_arc_memory
+
+    return run_arc_memory(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
+                          fixed=ctx.capacity_fixed)
+
+
+# ARC's ghosts and target on small caches over a large key pool (ARC-EVICT-GHOSTS,
+# ARC-STORE-MISS-ADAPT, ARC-CLEAR-RESET): the other engines' pools hide them.
+register_engine(Engine("arc-memory", _arc_memory, 0.3, only_for="arc"))
+
+
+def _request_memory(ctx: EngineContext) -> EngineRun:
+    from policyspec.engines.arc_memory import run_arc_memory
+
+    return run_arc_memory(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
+                          fixed=ctx.capacity_fixed, ranked=True, engine="request-memory")
+
+
+# The same sessions for vLLM 0.33's request-ranked LRU, with placed keys, hits
+# among misses and request ids reused after a clear (LRU033-CLEAR-RESET).
+register_engine(Engine("request-memory", _request_memory, 0.3, only_for="lru-0.33"))
