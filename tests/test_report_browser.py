@@ -65,14 +65,18 @@ def test_failing_run_page_shows_verdict_failing_row_and_timeline(
     assert _visible(browser, "tr.row-fail")[0]["height"] > 10
 
     cells = _visible(browser, "table.timeline td")
-    assert len(cells) == 3  # one key, three steps
+    assert len(cells) == 12  # two keys, six steps (the manager's witness)
     assert all(c["width"] >= 20 and c["height"] >= 20 for c in cells)
-    assert [round(c["y"]) for c in cells] == [round(cells[0]["y"])] * 3  # one row, side by side
-    assert cells[0]["x"] < cells[1]["x"] < cells[2]["x"]
+    rows = [cells[:6], cells[6:]]
+    for row in rows:  # a row per key, its steps side by side
+        assert [round(c["y"]) for c in row] == [round(row[0]["y"])] * 6
+        assert [c["x"] for c in row] == sorted(c["x"] for c in row)
+    assert rows[0][0]["y"] < rows[1][0]["y"]
     colours = browser.evaluate(
         "Array.from(document.querySelectorAll('table.timeline td'))"
         ".map(e => getComputedStyle(e).backgroundColor)")
-    assert colours[0] != colours[1] == colours[2]  # idle, then being read twice
+    # key 0: in flight, idle, then being read to the end
+    assert len({colours[0], colours[1], colours[2]}) == 3 and len(set(colours[2:6])) == 1
     victim = browser.evaluate(
         "(() => { const c = document.querySelector('table.timeline td.victim'); "
         "return [c.innerText, getComputedStyle(c).borderTopColor, "

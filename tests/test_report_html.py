@@ -105,12 +105,16 @@ def test_failing_page_draws_the_timeline(pages: dict[str, Path]) -> None:
     page = Page(pages["fail"].read_text(encoding="utf-8"))
     assert len(page.find("table", class_="timeline")) == 1
     cells = [e for e in page.elements if e.tag == "td" and "c-" in e.attrs.get("class", "")]
-    # one key, three steps: idle, being read, then the failing evict takes it
-    assert [c.attrs["class"].split()[0] for c in cells] == ["c-idle", "c-being-read",
-                                                           "c-being-read"]
-    assert "victim" in cells[2].attrs["class"] and "failing-step" in cells[2].attrs["class"]
-    assert "returned as a victim" in cells[2].text
-    assert [c.text[0] for c in cells] == ["I", "R", "R"]
+    # The manager's witness, six steps: key 0 stored, then read; key 1
+    # stored, so that evict(1) has an idle block to ask for (the manager
+    # asks only then); the failing evict takes key 0, being read.
+    assert [c.attrs["class"].split()[0] for c in cells] == [
+        "c-in-flight", "c-idle", "c-being-read", "c-being-read", "c-being-read", "c-being-read",
+        "c-absent", "c-absent", "c-absent", "c-in-flight", "c-idle", "c-idle"]
+    assert "victim" in cells[5].attrs["class"] and "failing-step" in cells[5].attrs["class"]
+    assert "returned as a victim" in cells[5].text
+    assert "victim" not in cells[11].attrs["class"] and "failing-step" in cells[11].attrs["class"]
+    assert "".join(c.text[0] for c in cells) == "FIRRRR···FII"
     legend = page.find("ul", class_="legend")[0].text
     for word in ("absent", "in flight", "idle", "being read", "victim", "protected"):
         assert word in legend
@@ -144,8 +148,11 @@ def test_json_failure_carries_actions_with_observed_victims(pages: dict[str, Pat
     jsonschema.validate(data, schema)
     [failure] = data["failures"]
     assert failure["actions"] == [
-        {"op": "insert", "key": 0, "ref_cnt": 0},
+        {"op": "insert", "key": 0, "ref_cnt": -1},
+        {"op": "finish_store", "key": 0},
         {"op": "start_read", "key": 0},
+        {"op": "insert", "key": 1, "ref_cnt": -1},
+        {"op": "finish_store", "key": 1},
         {"op": "evict", "n": 1, "protected": [], "victims": [0]},
     ]
 

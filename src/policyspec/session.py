@@ -353,7 +353,8 @@ def _minimise(
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
     if smaller:
-        message += (f" (shown at capacity {capacity}: at the capacity of {run_capacity} "
+        message += (f" (shown at capacity {capacity}: at the capacity of "
+                    f"{finding.capacity or run_capacity} "
                     f"every witness found was longer than {LONG} steps)")
     return Finding(requirement, message, trace, finding.engine, True, finding.found_after_s,
                    finding.found_after_calls, capacity if smaller else finding.capacity), used
