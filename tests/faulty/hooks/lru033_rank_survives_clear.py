@@ -1,13 +1,14 @@
-"""faulty: LRU033-CLEAR-RESET profile=lru-0.33 engine=stateful budget=30
+"""faulty: LRU033-CLEAR-RESET profile=lru-0.33 engine=request-memory
 
 The request-ranked LRU keeping a request's rank across ``clear``: the rank
 it stored in the request's context is reused whatever the cache generation.
 After a reset the clock starts again, so a request still running from
 before the reset ranks with the oldest new requests (or below them) instead
-of getting a fresh rank. The stateful engine needs a clear between two
-hook calls of one request and a later eviction that tells the ranks apart:
-at capacity 16 that comes up within seconds when the machine is idle, and
-the corpus test gives it 30 (CI's machine is not).
+of getting a fresh rank. It needs a clear between two hook calls of one
+request and a later eviction that tells the ranks apart: the
+request-memory engine (request ids reused after a clear, a default engine
+of lru-0.33) makes that within a second; the stateful engine may take
+longer than a loaded machine gives it.
 """
 
 from typing import Any
