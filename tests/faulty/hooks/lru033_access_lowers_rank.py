@@ -1,4 +1,4 @@
-"""faulty: LRU033-ACCESS-RANK profile=lru-0.33 engine=stateful
+"""faulty: LRU033-ACCESS-RANK profile=lru-0.33 engine=stateful budget=30
 
 The request-ranked LRU whose ``on_request_access`` sets every present,
 positioned key to the accessing request's rank, even when the key already
