@@ -57,8 +57,11 @@ class Recorder:
         self._policy.remove(key)
 
     def touch(self, keys: Any) -> None:
-        self._log.append(("touch", (list(keys),)))
-        self._policy.touch(keys)
+        items = list(keys)
+        self._log.append(("touch", (items,)))
+        # A one-shot iterator (the engines pass generators too) is spent by
+        # the copy above: the policy gets a fresh one of the same items.
+        self._policy.touch(iter(items) if iter(keys) is keys else keys)
 
     def evict(self, n: int, protected: Any) -> Any:
         self._log.append(("evict", (n, set(protected))))

@@ -4,16 +4,10 @@ with the smallest sizes and its figures checked for shape only."""
 
 from __future__ import annotations
 
-import pytest
-
 from benchmarks.engine_speed import measure_engines
 from benchmarks.memory import measure_memory
 
 
-@pytest.mark.xfail(raises=(RuntimeError, KeyError), strict=True, reason=(
-    "since the input shapes (issue 20), the raw replay of the fast engine's recorded calls "
-    "goes out of step with the checked run (a generator or set the recorder reads): "
-    "benchmarks/replay.py must record what the shapes hold"))
 def test_engine_speed_measures_every_default_engine() -> None:
     speeds = list(measure_engines(0.05, 1, profiles=("core",)))
     assert speeds and all(s.checked and min(s.checked) > 0 and s.calls for s in speeds)
