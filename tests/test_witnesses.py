@@ -17,7 +17,8 @@ from typing import Any
 from policyspec.adapters import installed, subject_for_class
 from policyspec.engines.manager_replay import manager_fails, manager_failure
 from policyspec.engines.metamorphic import run_metamorphic
-from policyspec.engines.minimise import bounded_witness, drop_lives
+from policyspec.engines.minimise import bounded_witness, coarse, drop_lives
+from policyspec.engines.reproduce import failure_of
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.model.actions import Action, by_manager
 from policyspec.model.state import IDLE, IN_FLIGHT
@@ -118,3 +119,24 @@ def test_a_fault_that_needs_a_full_cache_is_shown_at_a_small_capacity() -> None:
     assert len(failure.trace) <= 25, failure.trace
     assert "subject.build(64)" not in failure.repro
     assert "shown at capacity" in failure.message, failure.message
+
+
+def test_a_long_size_trace_is_cut_down_to_the_keys_its_fault_needs() -> None:
+    # A protected set cut at 1,000 keys: 302 stored keys, all but one of
+    # them protected, touched and looked up. The fault needs two stored keys
+    # (one protected past the cut, in the set's order, and the unprotected
+    # 1001); the rest is padding that coarse must drop in few replays.
+    subject = subject_for_class(_faulty("size_protected_cut_at_1000"))
+    padding = list(range(300))
+    trace: list[Action] = [*_stored(*padding, 1000, 1001), ("touch", tuple(padding)),
+                           ("get", 5), ("evict", 2, frozenset(range(1001)))]
+
+    def fails(candidate: Sequence[Action]) -> bool:
+        failure = failure_of(subject, CORE, 2048, candidate, observe=False,
+                             fatal=lambda rid: rid == "EVICT-UNPROTECTED")
+        return failure is not None and failure.requirement == "EVICT-UNPROTECTED"
+
+    assert fails(trace)
+    cut = coarse(trace, fails, tries=60)
+    assert fails(cut) and cut[-1] == trace[-1]
+    assert len(cut) == 5 and ("insert", 1001, IN_FLIGHT) in cut, cut

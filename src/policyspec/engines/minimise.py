@@ -21,6 +21,7 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 
 __all__ = [
     "bounded_witness",
+    "coarse",
     "drop_keys",
     "drop_lives",
     "fewer_evicted",
@@ -198,6 +199,60 @@ def renamed(action: Action, name: Callable[[int], int]) -> Action:
         return (op, action[1], tuple(tuple(name(k) for k in g) for g in action[2]),
                 frozenset(name(k) for k in action[3]), frozenset(name(k) for k in action[4]))
     return (op, name(action[1]), *action[2:])
+
+
+LIFE = frozenset({"insert", "finish_store", "start_read", "end_read", "remove"})
+"""Actions that make up a key's life in the cache (their key is ``action[1]``)."""
+KINDS_TO_DROP = (("touch",), ("get",), ("start_read", "end_read"), ("remove",), ("evict",))
+"""Kinds of action ``coarse`` tries to drop all at once (the last action stays)."""
+
+
+def coarse(
+    trace: Sequence[Action], fails: Fails, tries: int, deadline: float | None = None
+) -> tuple[Action, ...]:
+    """A long trace cut down in few replays, for traces too long to shrink
+    action by action (the size engine's: thousands of stores, calls of
+    thousands of keys): every action of one kind at once (all touches, all
+    gets, all loads, all removes, every evict but the last action), then the
+    lives of keys by halves, quarters, ... (delta debugging over keys: a key
+    whose stores and loads go is absent, and stays named where touches and
+    protected sets name it, since a fault behind a size may need the long
+    argument and not the stored keys). At most ``tries`` replays, none
+    started after ``deadline`` (a replay of thousands of stores takes a
+    while)."""
+    best = tuple(trace)
+    left = tries
+
+    def better(candidate: tuple[Action, ...]) -> bool:
+        nonlocal left
+        if deadline is not None and time.monotonic() > deadline:
+            left = 0
+        if left <= 0 or not candidate or len(candidate) >= len(best):
+            return False
+        left -= 1
+        return fails(candidate)
+
+    for kinds in KINDS_TO_DROP:
+        last = len(best) - 1
+        candidate = tuple(a for i, a in enumerate(best) if i == last or a[0] not in kinds)
+        if better(candidate):
+            best = candidate
+    keys = list(dict.fromkeys(a[1] for a in best[:-1] if a[0] in LIFE))
+    chunk = len(keys) // 2
+    while chunk >= 1 and left > 0:
+        index, progress = 0, False
+        while index < len(keys) and left > 0:
+            group = frozenset(keys[index:index + chunk])
+            last = len(best) - 1
+            candidate = tuple(a for i, a in enumerate(best)
+                              if i == last or a[0] not in LIFE or a[1] not in group)
+            if better(candidate):
+                best, keys, progress = candidate, keys[:index] + keys[index + chunk:], True
+            else:
+                index += chunk
+        if not progress:
+            chunk //= 2
+    return best
 
 
 def fewer_evicted(trace: tuple[Action, ...], fails: Fails) -> tuple[Action, ...]:

@@ -50,6 +50,7 @@ from time import monotonic
 from policyspec.engines.action_source import Run, actions_of
 from policyspec.engines.fast import count_checks
 from policyspec.engines.fast_driver import Difference, Driver
+from policyspec.engines.minimise import coarse, renumbered
 from policyspec.engines.reproduce import failure_of
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.engines.shrink import shrink
@@ -95,6 +96,14 @@ SHRINK_TRIES = 30
 """Replays the generic shrinker may spend on a judged trace of few actions."""
 SHRINK_MOST = 400
 """Longest judged trace the generic shrinker is tried on."""
+COARSE_TRIES = 80
+"""Replays ``minimise.coarse`` may spend on a longer one first."""
+COARSE_SECONDS = 3.0
+"""Least time ``coarse`` may take (half the engine's share when that is more)."""
+COARSE_MOST = 2_000
+"""Longest judged trace ``coarse`` is tried on: a replay through ``Lockstep``
+grows faster than the trace (the model's state is copied at every step), and
+a fault that needs thousands of stores (a ring of 4,096) keeps them anyway."""
 
 
 @dataclass(frozen=True)
@@ -431,7 +440,7 @@ def run_size(
         found = outcome.difference
         if found is not None:
             sightings.saw(found.requirement, outcome.calls)
-            _judge(run, player, scenario, found)
+            _judge(run, player, scenario, found, seconds)
             break
         if sightings.stopped():
             break
@@ -447,8 +456,12 @@ def _work(scenario: Scenario) -> int:
     return scenario.fill + scenario.busy + scenario.length * (len(OPS) + EXTRA_OPS)
 
 
-def _judge(run: EngineRun, player: Player, scenario: Scenario, found: Difference) -> None:
-    """Shrink ``scenario`` by size, then let the harness judge its trace."""
+def _judge(
+    run: EngineRun, player: Player, scenario: Scenario, found: Difference, seconds: float
+) -> None:
+    """Shrink ``scenario`` by size, then let the harness judge its trace and
+    cut it down (``minimise.coarse`` within ``COARSE_SECONDS`` or half the
+    engine's share, then the generic shrinker)."""
     small = shrink_scenario(player, scenario, found.requirement)
     outcome = player.play(small)
     capacity = small.capacity(player.fixed)
@@ -470,14 +483,21 @@ def _judge(run: EngineRun, player: Player, scenario: Scenario, found: Difference
         return
     requirement = failure.requirement
     final: Sequence[Action] = failure.trace
+
+    def fails(candidate: Sequence[Action]) -> bool:
+        again = failure_of(subject, profile, capacity, candidate, observe=False,
+                           fatal=lambda r: r == requirement)
+        return again is not None and again.requirement == requirement
+
+    if SHRINK_MOST < len(final) <= COARSE_MOST:
+        final = coarse(final, fails, COARSE_TRIES,
+                       monotonic() + max(COARSE_SECONDS, seconds / 2))
     if len(final) <= SHRINK_MOST:
-
-        def fails(candidate: Sequence[Action]) -> bool:
-            again = failure_of(subject, profile, capacity, candidate, observe=False,
-                               fatal=lambda r: r == requirement)
-            return again is not None and again.requirement == requirement
-
         final = shrink(final, fails, max_tries=SHRINK_TRIES)
+    if len(final) <= SHRINK_MOST:
+        small_keys = renumbered(tuple(final))
+        if small_keys != tuple(final) and fails(small_keys):
+            final = small_keys
     message = (f"{failure.message} (at fill {small.fill}, calls of {small.length} keys, "
                f"capacity {capacity}: the smallest sizes of this scenario that show it)")
     run.add(Finding(requirement, message, tuple(final), ENGINE, shrunk=True,
