@@ -92,7 +92,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run")
     parser.add_argument("--seed", type=positive_int, default=0, help="random seed (default 0)")
     parser.add_argument("--budget", type=_budget, default="standard",
-                        help="quick (~20 s), standard (~60 s, default), deep (minutes), or a "
+                        help="quick (~16 s), standard (~51 s, default), deep (minutes), or a "
                         "number of seconds")
     parser.add_argument("--engine", action="append", choices=sorted(ENGINES), dest="engines",
                         help="run only these engines (repeatable); default: all default engines")
