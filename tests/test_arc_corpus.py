@@ -81,7 +81,8 @@ def test_faulty_arc_is_caught_under_its_requirement(path: Path) -> None:
     assert fields.get("profile") == "arc", f"{path.name}: an ARC is checked under profile arc"
     engines = tuple(fields.get("engine", ",".join(DEFAULT_ENGINES)).split(","))
     report = run_check(
-        subject_for_class(load_policy(path)), get_profile("arc"), budget=BUDGET, seed=SEED,
+        subject_for_class(load_policy(path)), get_profile("arc"),
+        budget=float(fields.get("budget", BUDGET)), seed=SEED,
         engines=engines, capacity=int(fields.get("capacity", CAPACITY)),
     )
     assert not report.errors, report.errors

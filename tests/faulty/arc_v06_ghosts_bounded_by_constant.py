@@ -1,4 +1,4 @@
-"""faulty: ARC-EVICT-GHOSTS profile=arc engine=fast capacity=8
+"""faulty: ARC-EVICT-GHOSTS profile=arc engine=fast capacity=8 budget=10
 
 Re-creates BUGS.md V6 (vLLM PR #27039 review): the ARC manager bounded its
 ghost lists and its target by a constant 10000 instead of the backend's
