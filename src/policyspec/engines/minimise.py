@@ -12,7 +12,7 @@ in rounds with the generic shrinker until a round gains nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from policyspec.engines.shrink import shrink
 from policyspec.model.actions import Action, by_manager
@@ -208,7 +208,8 @@ KINDS_TO_DROP = (("touch",), ("get",), ("start_read", "end_read"), ("remove",), 
 
 
 def coarse(
-    trace: Sequence[Action], fails: Fails, tries: int, deadline: float | None = None
+    trace: Sequence[Action], fails: Fails, tries: int, deadline: float | None = None,
+    keep: Collection[int] = (),
 ) -> tuple[Action, ...]:
     """A long trace cut down in few replays, for traces too long to shrink
     action by action (the size engine's: thousands of stores, calls of
@@ -217,9 +218,10 @@ def coarse(
     lives of keys by halves, quarters, ... (delta debugging over keys: a key
     whose stores and loads go is absent, and stays named where touches and
     protected sets name it, since a fault behind a size may need the long
-    argument and not the stored keys). At most ``tries`` replays, none
-    started after ``deadline`` (a replay of thousands of stores takes a
-    while)."""
+    argument and not the stored keys). ``keep``, when given, is tried first:
+    only those keys' lives and the last action (the keys a wrong eviction
+    returned are often all its fault needs). At most ``tries`` replays, none started after
+    ``deadline`` (a replay of thousands of stores takes a while)."""
     best = tuple(trace)
     left = tries
 
@@ -232,6 +234,11 @@ def coarse(
         left -= 1
         return fails(candidate)
 
+    if keep:
+        wanted = frozenset(keep)
+        candidate = (*(a for a in best[:-1] if a[0] in LIFE and a[1] in wanted), best[-1])
+        if better(candidate):
+            best = candidate
     for kinds in KINDS_TO_DROP:
         last = len(best) - 1
         candidate = tuple(a for i, a in enumerate(best) if i == last or a[0] not in kinds)

@@ -491,7 +491,7 @@ def _judge(
 
     if SHRINK_MOST < len(final) <= COARSE_MOST:
         final = coarse(final, fails, COARSE_TRIES,
-                       monotonic() + max(COARSE_SECONDS, seconds / 2))
+                       monotonic() + max(COARSE_SECONDS, seconds / 2), keep=failure.answered)
     if len(final) <= SHRINK_MOST:
         final = shrink(final, fails, max_tries=SHRINK_TRIES)
     if len(final) <= SHRINK_MOST:

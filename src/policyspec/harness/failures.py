@@ -22,13 +22,19 @@ __all__ = [
 
 class ConformanceFailure(AssertionError):
     """The policy broke ``requirement``; ``trace`` is the sequence of caller
-    actions from a fresh policy that led there."""
+    actions from a fresh policy that led there; ``answered``, for a wrong
+    eviction, the keys the policy returned (a shrinker's first guess at the
+    keys the fault needs)."""
 
-    def __init__(self, requirement: str, message: str, trace: tuple[Action, ...] = ()) -> None:
+    def __init__(
+        self, requirement: str, message: str, trace: tuple[Action, ...] = (),
+        answered: tuple[int, ...] = (),
+    ) -> None:
         super().__init__(f"{requirement}: {message}")
         self.requirement = requirement
         self.message = message
         self.trace = trace
+        self.answered = answered
 
 
 @cache

@@ -177,9 +177,9 @@ class Lockstep:
         for action in actions:
             self.apply(action)
 
-    def _fail(self, requirement: str, message: str) -> None:
+    def _fail(self, requirement: str, message: str, answered: tuple[int, ...] = ()) -> None:
         self.sightings.saw(requirement, self.calls)
-        failure = failure_type(requirement)(requirement, message, tuple(self.trace))
+        failure = failure_type(requirement)(requirement, message, tuple(self.trace), answered)
         if self.fatal(requirement):
             if requirement in _COSTLY:
                 raise Aborted(failure)  # each replay would hang or kill again
@@ -196,7 +196,8 @@ class Lockstep:
             self._fail(step.violation, _evict_message(
                 step.violation, self.profile.name, n, protected, observed, step.expected,
                 self.state,
-            ))  # raises when the requirement is fatal
+            ), tuple(observed) if isinstance(observed, list | tuple) else ())
+            # (raises when the requirement is fatal)
             if step.violation != "EVICT-LIVENESS":
                 raise _Stop  # a soft failure the model cannot follow
         self.model = step.model
