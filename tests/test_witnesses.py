@@ -148,3 +148,8 @@ def test_a_long_size_trace_is_cut_down_to_the_keys_its_fault_needs() -> None:
     assert fails(trace)
     cut = coarse(trace, fails, tries=60)
     assert cut == (*_stored(past, 1001), trace[-1]), cut
+    # The harness says which keys the wrong eviction returned; with them
+    # one replay is enough.
+    failure = failure_of(subject, CORE, 2048, trace, observe=False)
+    assert failure is not None and sorted(failure.answered) == sorted((past, 1001))
+    assert coarse(trace, fails, tries=1, keep=failure.answered) == cut
