@@ -118,8 +118,9 @@ def _detection(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         for b in args.detection_budgets.split(","))
     runnable = [f for f in files if f.runnable]
     say(f"6. Detection over the faulty corpus ({len(runnable)} files checked as a user would, "
-        f"every default engine, --jobs 1, seed 0;\n   {len(files) - len(runnable)} more need "
-        "their own capacity or engine and are left out; times are wall clock)\n")
+        f"every default engine, --jobs 1, seed 0, at the header's capacity if it names one;\n   "
+        f"{len(files) - len(runnable)} more need a non-default engine and are left out; "
+        "times are wall clock)\n")
     say(f"   {'budget':<9}{'caught':>8}   found after (median / worst)   failing run wall "
         "(median / worst)   trace steps (median / max)   missed")
     for curve in measure_detection(budgets, files=runnable[:4] if args.short else runnable):

@@ -5,9 +5,9 @@ engine, as a user's ``policyspec check FILE:Policy --budget B`` would be
 (``--jobs`` as given), at each budget: how many are caught under the id
 their header names, how soon the run first saw it (``found_after_s``), how
 long the minimal trace shown is, and how long the whole failing run took,
-shrinking included. Files whose header
-needs what a plain check does not give (their own capacity, a non-default
-engine) are counted apart, as the corpus test skips them.
+shrinking included. A file whose header names a capacity is checked at it
+(``--capacity``, as its header tells a user); files that need a
+non-default engine are counted apart.
 """
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ class FaultyFile:
     requirement: str
     profile: str
     runnable: bool
-    """False when the header asks for its own capacity or a non-default
-    engine (tests run those files apart)."""
+    """False when the header asks for a non-default engine (tests run those
+    files apart)."""
+    capacity: int | None = None
+    """The capacity the header asks for (``--capacity``), if any."""
 
 
 def corpus() -> list[FaultyFile]:
@@ -57,13 +59,13 @@ def corpus() -> list[FaultyFile]:
                 continue
             fields = dict(w.split("=", 1) for w in words[1:] if "=" in w)
             engines = fields.get("engine", "").split(",") if "engine" in fields else []
-            runnable = "capacity" not in fields and all(
-                e in ENGINES and ENGINES[e].default for e in engines)
+            runnable = all(e in ENGINES and ENGINES[e].default for e in engines)
             profile = fields.get("profile", "core")
             known = registry.get(words[0])
             if known is not None and known.profile not in get_profile(profile).includes:
                 profile = known.profile
-            found.append(FaultyFile(path, words[0], profile, runnable))
+            capacity = int(fields["capacity"]) if "capacity" in fields else None
+            found.append(FaultyFile(path, words[0], profile, runnable, capacity))
     return found
 
 
@@ -138,8 +140,10 @@ def measure_detection(
         for faulty in chosen:
             subject = subject_for_class(_policy(faulty.path))
             started = time.monotonic()
-            report = run_check(subject, get_profile(faulty.profile),
-                               options=CheckOptions(budget=budget, jobs=jobs, seed=0))
+            options = CheckOptions(budget=budget, jobs=jobs, seed=0) if faulty.capacity is None \
+                else CheckOptions(budget=budget, jobs=jobs, seed=0, capacity=faulty.capacity,
+                                  capacity_fixed=True)
+            report = run_check(subject, get_profile(faulty.profile), options=options)
             wall = time.monotonic() - started
             hit = next((f for f in report.failures if f.requirement == faulty.requirement), None)
             longest = max(((f.requirement, len(f.trace)) for f in report.failures),
