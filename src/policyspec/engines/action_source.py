@@ -53,8 +53,12 @@ Run = tuple[Any, ...]
 (every key inserted with that ref_cnt); ``(kind, keys)`` for finish_store,
 remove, start_read, end_read and get (one action per key, in order);
 ``("touch", keys)``, one action; an evict or a clear is a run of one and is
-its own action. Keys are lists. The fast engine works on runs and spells
-them out only for a failing trace."""
+its own action. The request level (request_source.py) adds
+``("insert", keys, ref_cnt, r)`` (R9: each insert carries request r),
+``("request", r, actions)`` (a request's positions and hooks, its actions
+listed) and ``("on_request_finished", ...)``, its own action. Keys are
+lists. The fast engine works on runs and spells them out only for a
+failing trace."""
 
 PER_KEY = frozenset({"finish_store", "remove", "start_read", "end_read", "get"})
 """Kinds whose run holds one action per key."""
@@ -64,7 +68,11 @@ def actions_of(run: Run) -> list[Action]:
     """The actions of ``run``, in order."""
     kind = run[0]
     if kind == "insert":
+        if len(run) == 4:  # R9: the storing request's context (request_source.py)
+            return list(zip(repeat("insert"), run[1], repeat(run[2]), repeat(run[3])))
         return list(zip(repeat("insert"), run[1], repeat(run[2])))
+    if kind == "request":  # a request's own actions, spelled out already
+        return list(run[2])
     if kind in PER_KEY:
         return list(zip(repeat(kind), run[1]))
     if kind == "touch":
@@ -135,7 +143,17 @@ class ActionSource:
             self._insert_run, self._finish_run, self._remove_run, self._start_run,
             self._end_run, self._touch_run, self._evict, self._get_run, self._clear,
         )
-        self._runs_pressed = [r for r, w in zip(runs, self.weights, strict=True) for _ in range(w)]
+        self._run_tables(runs, self.weights)
+
+    def _run_tables(
+        self, runs: Sequence[Callable[[StateView], Run | None]], weights: Sequence[int]
+    ) -> None:
+        """The tables ``draw`` picks a run maker from: one slot per unit of
+        weight; when the cache is not under pressure, evict (the seventh
+        kind) gets a tenth of its weight."""
+        calm = list(weights)
+        calm[6] = -(-calm[6] // 10)
+        self._runs_pressed = [r for r, w in zip(runs, weights, strict=True) for _ in range(w)]
         self._runs_calm = [r for r, w in zip(runs, calm, strict=True) for _ in range(w)]
 
     def next(self, state: StateView) -> Action:

@@ -7,7 +7,10 @@ the oracle's state (a request's stores, their completion, a prefix's loads,
 a lookup, a touch), and ``fast_driver.Driver`` makes the manager's calls on
 the policy, moves a ``FastOracle`` in lockstep and checks each call cheaply
 but for real (see fast_driver.py). Examples are ``EXAMPLE_STEPS`` actions
-long, from a fresh policy.
+long, from a fresh policy. Where the manager calls the request hooks
+(capability ``hooks``), the traffic is 0.33's requests instead
+(``request_source.RequestSource``: a request's misses and first-seen keys
+before its stores, inserts with its context, one finish per request).
 
 The engine only detects. On a failure the full ``Lockstep`` harness replays
 the trace and is the judge: it names the requirement, and ``minimise``
@@ -18,8 +21,9 @@ failure the harness does not reproduce is an engine error, never a verdict.
 Profiles are data: no refinement means the loose (core) check; a
 refinement that ``keeps_idle_order`` (the seed LRU's) gets the fast exact
 check, since the oracle's idle order is that order; any other refinement
-(arc, ...) runs the full ``Lockstep`` with the profile's model (slower,
-still without Hypothesis).
+(arc, lru-0.33, ...) runs the full ``Lockstep`` with the profile's model
+(slower, still without Hypothesis), with request traffic too where the
+subject has the hooks.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from policyspec.engines.action_source import ActionSource, Run, actions_of
 from policyspec.engines.fast_driver import Difference, Driver
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.reproduce import fails_with, failure_of
+from policyspec.engines.request_source import RequestSource
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
@@ -71,7 +76,7 @@ def run_fast(
     started = monotonic()
     rng = random.Random(seed)
     pool = max(4, capacity + capacity // 2)
-    source = ActionSource(rng, pool=pool, capacity=capacity, with_clear=subject.has("clear"))
+    source = _source(subject, rng, pool, capacity)
     refinement = profile.refinement
     if refinement is None or refinement.keeps_idle_order:
         _run_driver(run, subject, profile, capacity, source, started + seconds, steps, examples)
@@ -84,6 +89,15 @@ def run_fast(
                       examples)
     run.seconds = monotonic() - started
     return run
+
+
+def _source(subject: Subject, rng: random.Random, pool: int, capacity: int) -> ActionSource:
+    """Request traffic where the manager calls the request hooks, else the
+    seed era's."""
+    with_clear = subject.has("clear")
+    if subject.has("hooks") and subject.make_request is not None:
+        return RequestSource(rng, pool=pool, capacity=capacity, with_clear=with_clear)
+    return ActionSource(rng, pool=pool, capacity=capacity, with_clear=with_clear)
 
 
 # -- the fast path ---------------------------------------------------------------
@@ -108,8 +122,11 @@ def _run_driver(
     soft: dict[str, list[Action]] = {}
     draw = source.draw
     sightings = current_sightings()
+    begin = source.begin if isinstance(source, RequestSource) else None
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         driver = Driver(subject, capacity, keys, model_of, profile.refinement)
+        if begin is not None:
+            begin()
         handlers, oracle = Driver.HANDLERS, driver.oracle
         runs: list[Run] = []
         record = runs.append
@@ -192,6 +209,8 @@ _BY_KIND = {
     "evict": ("API-NO-RAISE", "EVICT-SHAPE"),
     "get": ("API-NO-RAISE", "GET-IDENTITY", "GET-ABSENT", "GET-KEEPS-MEMBERSHIP"),
     "clear": ("API-NO-RAISE", "CLEAR-EMPTIES"),
+    "request": (),
+    "on_request_finished": (),
 }
 """What each kind's handler observes for every action (the calls return,
 and ``get`` of the keys it named answers as the oracle says); what an
@@ -203,6 +222,9 @@ def count_checks(run: EngineRun, driver: Driver, kinds: Counter[str]) -> None:
     for kind, count in kinds.items():
         for rid in _BY_KIND[kind]:
             checked[rid] += count
+    if driver.hooks:  # each hook call returned, and get of its keys answered
+        for rid in ("API-NO-RAISE", "HOOK-TOTAL", "HOOK-KEEPS-MEMBERSHIP"):
+            checked[rid] += driver.hooks
     checked.update(driver.evict_checks)
     checked["EVICT-IDENTITY"] += driver.evicted
     checked["EVICT-REMOVES"] += driver.evicted
@@ -226,8 +248,14 @@ def _run_lockstep(
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         harness = Lockstep(subject, profile, capacity, observe=False)
         try:
-            for _ in range(steps):
-                harness.apply(source.next(harness.state))
+            if isinstance(source, RequestSource):  # runs, for the request level
+                source.begin()
+                while len(harness.trace) < steps:
+                    for action in actions_of(source.draw(harness.state)):
+                        harness.apply(action)
+            else:
+                for _ in range(steps):
+                    harness.apply(source.next(harness.state))
         except ConformanceFailure as failure:
             _judge(run, subject, profile, capacity, list(failure.trace),
                    Difference(failure.requirement, failure.message), deadline)

@@ -68,6 +68,12 @@ class Driver:
         exact profile's (one that ``keeps_idle_order``), or None for core."""
         self.policy = subject.build(capacity)
         self.make_block = subject.make_block
+        self.make_request = subject.make_request
+        self.contexts: dict[int, Any] = {}
+        """The ``ReqContext`` of each request (kept across clears, as the
+        manager's are)."""
+        self.hooks = 0
+        """Request hook calls made (each one checked: see ``request``)."""
         self.has_mark = subject.has("mark")
         self.exact = refinement is not None
         self.order_id = refinement.order_requirement if refinement is not None else ""
@@ -146,17 +152,27 @@ class Driver:
     # evict can fail softly (EVICT-LIVENESS), and it comes alone.
 
     def insert(self, run: Run) -> int:
-        _, named, ref = run
+        named, ref = run[1], run[2]
         make, insert, keys = self.make_block, self.policy.insert, self.keys
         blocks, ids, refs = self.blocks, self.ids, self.oracle.refs
         block_id = self.next_id
-        for k in named:
-            block = make(ref, block_id)
-            insert(keys[k], block)
-            blocks[k] = block
-            ids[k] = block_id
-            refs[k] = ref
-            block_id += 1
+        if len(run) == 4:  # R9: each insert carries its request's context
+            ctx = self.context(run[3])
+            for k in named:
+                block = make(ref, block_id)
+                insert(keys[k], block, ctx)  # type: ignore[call-arg]
+                blocks[k] = block
+                ids[k] = block_id
+                refs[k] = ref
+                block_id += 1
+        else:
+            for k in named:
+                block = make(ref, block_id)
+                insert(keys[k], block)
+                blocks[k] = block
+                ids[k] = block_id
+                refs[k] = ref
+                block_id += 1
         self.next_id = block_id
         self.calls += len(named)
         if ref == IDLE:  # inserted idle: the most recent idle keys, in order
@@ -243,6 +259,56 @@ class Driver:
     def get(self, run: Run) -> int:
         self._observe(run[1], None)
         return len(run[1])
+
+    # -- the request level (request_source.py; spec/request.md). A hook
+    # changes nothing core sees (HOOK-KEEPS-MEMBERSHIP): the oracle does
+    # not move, and get of the keys a hook named must answer as before;
+    # a key it dropped or pinned elsewhere shows in a later eviction, get
+    # or sweep, and the harness's replay names the hook. A raise is the
+    # engine's generic one; the harness names it HOOK-TOTAL.
+
+    def context(self, r: int) -> Any:
+        """The ``ReqContext`` of request ``r`` (made at its first use)."""
+        ctx = self.contexts.get(r)
+        if ctx is None:
+            assert self.make_request is not None, "request traffic needs the hooks capability"
+            ctx = self.contexts[r] = self.make_request(f"policyspec-req-{r}")
+        return ctx
+
+    def request(self, run: Run) -> int:
+        """A request's positions and hooks, in order (``("request", r,
+        actions)``)."""
+        ctx = self.context(run[1])
+        keys, policy = self.keys, self.policy
+        for action in run[2]:
+            op = action[0]
+            named = action[2]
+            if op == "set_positions":
+                place = ctx.set_offload_key_position
+                for k, position in named:
+                    place(keys[k], position)
+                continue
+            hook = policy.on_store_miss if op == "on_store_miss" else policy.on_request_access  # type: ignore[attr-defined]
+            hook(passed(keys_shape(op, named), [keys[k] for k in named]), ctx)
+            self.calls += 1
+            self.hooks += 1
+            self._observe(named, "HOOK-KEEPS-MEMBERSHIP")
+        return len(run[2])
+
+    def on_request_finished(self, run: Run) -> int:
+        _, r, groups, only, reused = run
+        keys = self.keys
+        self.policy.on_request_finished(  # type: ignore[attr-defined]
+            tuple(tuple(keys[k] for k in group) for group in groups),
+            passed(set_shape("insertion_only", only), [keys[k] for k in only]),
+            passed(set_shape("reused", reused), [keys[k] for k in reused]),
+            self.context(r),
+        )
+        self.calls += 1
+        self.hooks += 1
+        for group in groups:
+            self._observe(group, "HOOK-KEEPS-MEMBERSHIP")
+        return 1
 
     def clear(self, run: Run) -> int:
         self.policy.clear()
@@ -369,4 +435,6 @@ Driver.HANDLERS = {
     "evict": Driver.evict,
     "get": Driver.get,
     "clear": Driver.clear,
+    "request": Driver.request,
+    "on_request_finished": Driver.on_request_finished,
 }
