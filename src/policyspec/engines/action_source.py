@@ -55,10 +55,10 @@ remove, start_read, end_read and get (one action per key, in order);
 ``("touch", keys)``, one action; an evict or a clear is a run of one and is
 its own action. The request level (request_source.py) adds
 ``("insert", keys, ref_cnt, r)`` (R9: each insert carries request r),
-``("request", r, actions)`` (a request's positions and hooks, its actions
-listed) and ``("on_request_finished", ...)``, its own action. Keys are
-lists. The fast engine works on runs and spells them out only for a
-failing trace."""
+``("request", r, actions, looked_up)`` (get of each key looked up, then
+a request's positions and hooks, its actions listed) and
+``("on_request_finished", ...)``, its own action. Keys are lists. The fast
+engine works on runs and spells them out only for a failing trace."""
 
 PER_KEY = frozenset({"finish_store", "remove", "start_read", "end_read", "get"})
 """Kinds whose run holds one action per key."""
@@ -71,8 +71,8 @@ def actions_of(run: Run) -> list[Action]:
         if len(run) == 4:  # R9: the storing request's context (request_source.py)
             return list(zip(repeat("insert"), run[1], repeat(run[2]), repeat(run[3])))
         return list(zip(repeat("insert"), run[1], repeat(run[2])))
-    if kind == "request":  # a request's own actions, spelled out already
-        return list(run[2])
+    if kind == "request":  # the manager's lookups, then the request's own actions
+        return [*zip(repeat("get"), run[3]), *run[2]]
     if kind in PER_KEY:
         return list(zip(repeat(kind), run[1]))
     if kind == "touch":

@@ -276,8 +276,11 @@ class Driver:
         return ctx
 
     def request(self, run: Run) -> int:
-        """A request's positions and hooks, in order (``("request", r,
-        actions)``)."""
+        """The manager's lookups, then a request's positions and hooks, in
+        order (``("request", r, actions, looked_up)``)."""
+        looked_up = run[3]
+        if looked_up:
+            self._observe(looked_up, None)
         ctx = self.context(run[1])
         keys, policy = self.keys, self.policy
         for action in run[2]:
@@ -293,7 +296,7 @@ class Driver:
             self.calls += 1
             self.hooks += 1
             self._observe(named, "HOOK-KEEPS-MEMBERSHIP")
-        return len(run[2])
+        return len(run[2]) + len(looked_up)
 
     def on_request_finished(self, run: Run) -> int:
         _, r, groups, only, reused = run

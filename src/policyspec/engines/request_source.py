@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from itertools import filterfalse, islice
+from itertools import filterfalse
 
 from policyspec.engines.action_source import (
     DEFAULT_WEIGHTS,
@@ -36,7 +36,7 @@ from policyspec.engines.action_source import (
     StateView,
 )
 from policyspec.model.actions import Action
-from policyspec.model.state import IN_FLIGHT
+from policyspec.model.state import IDLE, IN_FLIGHT
 
 __all__ = ["OPEN_REQUESTS", "REQUEST_WEIGHTS", "RequestSource", "position_of"]
 
@@ -120,19 +120,19 @@ class RequestSource(ActionSource):
     def _request(self) -> int:
         return self._open[int(self.rng.random() * OPEN_REQUESTS)]
 
-    def _report(self, r: int, keys: list[int], misses: bool) -> list[Action]:
+    def _report(self, r: int, keys: list[int], absent: list[int]) -> list[Action]:
         """The request's positions for ``keys`` it has not placed, its new
-        misses among them (``misses``: the keys are absent) and its
-        first-seen keys, as actions, and recorded as done."""
+        misses among the ``absent`` ones and its first-seen keys, as
+        actions, and recorded as done."""
         actions: list[Action] = []
         placed = self._placed.setdefault(r, set())
         new = [(k, p) for k in keys if k not in placed and (p := position_of(k)) is not None]
         if new:
             placed.update(k for k, _ in new)
             actions.append(("set_positions", r, tuple(new)))
-        if misses:
+        if absent:
             missed = self._missed.setdefault(r, set())
-            missing = tuple(filterfalse(missed.__contains__, keys))
+            missing = tuple(filterfalse(missed.__contains__, absent))
             if missing:
                 missed.update(missing)
                 actions.append(("on_store_miss", r, missing))
@@ -144,29 +144,39 @@ class RequestSource(ActionSource):
         return actions
 
     def _request_store(self, state: StateView) -> Run | None:
-        """A request offers absent keys from a random start on (a tenth of
-        the time one key, inserted idle or in flight): its report first,
-        then ``_store_step``."""
+        """A request offers a run of consecutive keys from a random start
+        (a tenth of the time one absent key, inserted idle or in flight):
+        the manager looks every one up (get), the request reports its new
+        misses among the absent ones and its first-seen keys among them
+        all, and the ready ones it did not insert itself are its reused
+        keys; then ``_store_step`` stores the absent ones."""
         refs = state.refs
         random_ = self.rng.random
         pool = self.pool
+        ref = IN_FLIGHT
         if random_() < 0.1:
             action = self._insert(state)
             if action is None:
                 return None
-            keys, ref = [action[1]], action[2]
+            offered, ref = [action[1]], action[2]
+            keys = offered
         else:
             start = int(random_() * pool)
-            window = range(start, min(pool, start + 2 * RUN))
-            wanted = SHORTEST + int(random_() * (RUN - SHORTEST + 1))
-            keys = list(islice(filterfalse(refs.__contains__, window), wanted))
-            if not keys:
-                return None
-            ref = IN_FLIGHT
+            offered = list(range(start, min(pool, start + SHORTEST
+                                            + int(random_() * (RUN - SHORTEST + 1)))))
+            keys = list(filterfalse(refs.__contains__, offered))
         r = self._request()
-        self._store, self._evicted = (r, keys, ref), False
-        actions = self._report(r, keys, misses=True)
-        return ("request", r, actions) if actions else self._store_step(state)
+        if len(keys) < len(offered):
+            inserted = self._inserted.get(r, ())
+            refs_get = state.refs.get
+            self._reused.setdefault(r, set()).update(
+                k for k in offered if refs_get(k, IN_FLIGHT) >= IDLE and k not in inserted)
+        actions = self._report(r, offered, keys)
+        if keys:
+            self._store, self._evicted = (r, keys, ref), False
+        if actions or not keys:
+            return ("request", r, actions, offered)
+        return self._store_step(state)
 
     def _store_step(self, state: StateView) -> Run | None:
         """The store under way: its eviction when the cache lacks room,
@@ -202,9 +212,9 @@ class RequestSource(ActionSource):
         r = self._request()
         inserted = self._inserted.get(r, ())
         self._reused.setdefault(r, set()).update(k for k in keys if k not in inserted)
-        actions = self._report(r, keys, misses=False)
+        actions = self._report(r, keys, [])
         if actions:
-            self._after = ("request", r, actions)
+            self._after = ("request", r, actions, ())
         return run
 
     def _request_finish(self, state: StateView) -> Run | None:
