@@ -29,17 +29,21 @@ subject has the hooks.
 from __future__ import annotations
 
 import random
+import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from time import monotonic
 
 from policyspec.engines.action_source import ActionSource, Run, actions_of
 from policyspec.engines.fast_driver import Difference, Driver
 from policyspec.engines.minimise import bounded_witness
+from policyspec.engines.oracle import FastOracle
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.request_source import RequestSource
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import ConformanceFailure, Lockstep
+from policyspec.harness.sightings import Sightings
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
@@ -123,36 +127,36 @@ def _run_driver(
     draw = source.draw
     sightings = current_sightings()
     begin = source.begin if isinstance(source, RequestSource) else None
+    threads = subject.has("hooks")
+    worker: _SecondThread | None = None
+    other = 0
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         driver = Driver(subject, capacity, keys, model_of, profile.refinement)
         if begin is not None:
             begin()
-        handlers, oracle = Driver.HANDLERS, driver.oracle
+        oracle = driver.oracle
         runs: list[Run] = []
-        record = runs.append
         trace: list[Action] | None = None
-        done = 0
+        done = chunks = 0
         watch.op = ENGINE
         try:
             while done < steps:
                 # The watchdog's clock restarts every chunk, not every call:
                 # a chunk of fast calls is far below any call time limit.
                 watch.since = monotonic()
-                chunk_end = min(steps, done + SWEEP_EVERY)
-                while done < chunk_end:
-                    drawn = draw(oracle)
-                    record(drawn)
-                    kind = drawn[0]
-                    try:
-                        count = handlers[kind](driver, drawn)
-                    except Difference as found:
-                        if found.requirement in must:
-                            raise
-                        sightings.saw(found.requirement, driver.calls)
-                        soft.setdefault(found.requirement, _spelled(runs))
-                        count = len(actions_of(drawn))
-                    done += count
-                    kinds[kind] += count
+                end = min(steps, done + SWEEP_EVERY)
+                chunks += 1
+                if threads and chunks % 2 == 0:
+                    # Every other chunk from the manager's second thread
+                    # (API-ANY-THREAD), as the harness does every other action.
+                    if worker is None:
+                        worker = _SecondThread()
+                    start = done
+                    done = worker.run(partial(_play, driver, draw, runs, kinds, done, end,
+                                              must, soft, sightings))
+                    other += done - start
+                else:
+                    done = _play(driver, draw, runs, kinds, done, end, must, soft, sightings)
                 driver.sweep()
                 sizes += len(oracle.refs)
                 idles += len(oracle.idle)
@@ -162,6 +166,8 @@ def _run_driver(
             trace = _spelled(runs)
             _judge(run, subject, profile, capacity, trace, found, deadline)
         except CallTimeout:
+            worker = None  # stuck in the policy, maybe on the second thread: abandoned
+            # (its thread ends when the call does)
             trace = _spelled(runs)
             message = f"a policy call in {runs[-1]!r} did not return within the time limit"
             run.add(Finding("API-RETURNS", message, tuple(trace), ENGINE))
@@ -180,6 +186,10 @@ def _run_driver(
         kinds.clear()
         if run.findings or run.error or sightings.stopped():
             break
+    if worker is not None:
+        worker.stop()
+    if other:
+        run.checked["API-ANY-THREAD"] += other
     for requirement, trace in soft.items():
         _judge(run, subject, profile, capacity, trace, Difference(requirement, "soft"),
                deadline)
@@ -190,6 +200,80 @@ def _run_driver(
             f"states reached: {sizes / samples:.0f} keys and {idles / samples:.0f} idle on "
             f"average (capacity {capacity})"
         )
+
+
+def _play(
+    driver: Driver,
+    draw: Callable[[FastOracle], Run],
+    runs: list[Run],
+    kinds: Counter[str],
+    done: int,
+    end: int,
+    must: set[str],
+    soft: dict[str, list[Action]],
+    sightings: Sightings,
+) -> int:
+    """Draw and run actions on ``driver`` from ``done`` until ``end`` (the
+    example's count so far); the new count. A MUST difference raises; a
+    SHOULD one is noted in ``soft`` with the trace so far, and the run goes
+    on."""
+    handlers, oracle, record = Driver.HANDLERS, driver.oracle, runs.append
+    while done < end:
+        drawn = draw(oracle)
+        record(drawn)
+        kind = drawn[0]
+        try:
+            count = handlers[kind](driver, drawn)
+        except Difference as found:
+            if found.requirement in must:
+                raise
+            sightings.saw(found.requirement, driver.calls)
+            soft.setdefault(found.requirement, _spelled(runs))
+            count = len(actions_of(drawn))
+        done += count
+        kinds[kind] += count
+    return done
+
+
+class _SecondThread:
+    """The manager's second thread: runs one chunk at a time for the engine
+    and hands back its count or its exception (calls stay serialized, as
+    under the manager's lock), until ``stop``."""
+
+    def __init__(self) -> None:
+        self._job: Callable[[], int] | None = None
+        self._result = 0
+        self._error: BaseException | None = None
+        self._start = threading.Event()
+        self._done = threading.Event()
+        threading.Thread(target=self._loop, daemon=True, name="policyspec-fast-poll").start()
+
+    def _loop(self) -> None:
+        while True:
+            self._start.wait()
+            self._start.clear()
+            job, self._job = self._job, None
+            if job is None:
+                return  # stopped
+            try:
+                self._result, self._error = job(), None
+            except BaseException as exc:  # handed to the engine's thread
+                self._error = exc
+            self._done.set()
+
+    def run(self, job: Callable[[], int]) -> int:
+        self._done.clear()
+        self._job = job
+        self._start.set()
+        self._done.wait()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._result
+
+    def stop(self) -> None:
+        self._job = None
+        self._start.set()
 
 
 def _spelled(runs: list[Run]) -> list[Action]:
