@@ -11,6 +11,8 @@ from benchmarks.memory import measure_memory
 def test_engine_speed_measures_every_default_engine() -> None:
     speeds = list(measure_engines(0.05, 1, profiles=("core",)))
     assert speeds and all(s.checked and min(s.checked) > 0 and s.calls for s in speeds)
+    with_requests = {s.subject for s in speeds if s.engine == "fast+requests"}
+    assert with_requests == {"lru@R9", "lru-0.33"}
 
 
 def test_memory_measures_every_default_engine() -> None:
