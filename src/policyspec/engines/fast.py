@@ -22,8 +22,11 @@ Profiles are data: no refinement means the loose (core) check; a
 refinement that ``keeps_idle_order`` (the seed LRU's) gets the fast exact
 check, since the oracle's idle order is that order; any other refinement
 (arc, lru-0.33, ...) runs the full ``Lockstep`` with the profile's model
-(slower, still without Hypothesis), with request traffic too where the
-subject has the hooks.
+(slower, still without Hypothesis) on the seed era's traffic, one action
+at a time (``ActionSource.next``), hooks or not: the corpus of those
+profiles is tuned to it (request traffic there names other ids first, an
+ARC's store-miss adaptation before its ghost bounds); the stateful and
+memory engines drive their request level.
 """
 
 from __future__ import annotations
@@ -80,9 +83,10 @@ def run_fast(
     started = monotonic()
     rng = random.Random(seed)
     pool = max(4, capacity + capacity // 2)
-    source = _source(subject, rng, pool, capacity)
     refinement = profile.refinement
-    if refinement is None or refinement.keeps_idle_order:
+    fast = refinement is None or refinement.keeps_idle_order
+    source = _source(subject, rng, pool, capacity, requests=fast)
+    if fast:
         _run_driver(run, subject, profile, capacity, source, started + seconds, steps, examples)
     else:
         run.notes.append(
@@ -95,11 +99,13 @@ def run_fast(
     return run
 
 
-def _source(subject: Subject, rng: random.Random, pool: int, capacity: int) -> ActionSource:
-    """Request traffic where the manager calls the request hooks, else the
-    seed era's."""
+def _source(
+    subject: Subject, rng: random.Random, pool: int, capacity: int, *, requests: bool
+) -> ActionSource:
+    """Request traffic where the manager calls the request hooks (and
+    ``requests``: the fast path), else the seed era's."""
     with_clear = subject.has("clear")
-    if subject.has("hooks") and subject.make_request is not None:
+    if requests and subject.has("hooks") and subject.make_request is not None:
         return RequestSource(rng, pool=pool, capacity=capacity, with_clear=with_clear)
     return ActionSource(rng, pool=pool, capacity=capacity, with_clear=with_clear)
 
@@ -332,14 +338,8 @@ def _run_lockstep(
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         harness = Lockstep(subject, profile, capacity, observe=False)
         try:
-            if isinstance(source, RequestSource):  # runs, for the request level
-                source.begin()
-                while len(harness.trace) < steps:
-                    for action in actions_of(source.draw(harness.state)):
-                        harness.apply(action)
-            else:
-                for _ in range(steps):
-                    harness.apply(source.next(harness.state))
+            for _ in range(steps):
+                harness.apply(source.next(harness.state))
         except ConformanceFailure as failure:
             _judge(run, subject, profile, capacity, list(failure.trace),
                    Difference(failure.requirement, failure.message), deadline)
