@@ -24,7 +24,7 @@ import pytest
 from benchmarks.engine_speed import SeedLRUAtR9
 from policyspec.adapters import subject_for_class
 from policyspec.engines.action_source import Run, actions_of
-from policyspec.engines.fast import run_fast
+from policyspec.engines.fast import SMALL_CAPACITY, run_fast
 from policyspec.engines.fast_driver import Driver
 from policyspec.engines.request_source import RequestSource
 from policyspec.harness import Lockstep
@@ -199,3 +199,16 @@ def test_inserts_carry_their_request_in_flight_or_idle() -> None:
                 refs[action[2]] += 1
             harness.apply(action)
     assert refs[IN_FLIGHT] > 10 * refs[IDLE] > 0
+
+
+def test_a_full_cache_hook_fault_is_found_at_the_small_capacity_unless_it_is_fixed() -> None:
+    """Every other example of request traffic runs at SMALL_CAPACITY, and
+    its finding says so (the report replays it there); a fixed capacity
+    keeps every example at it."""
+    subject = faulty("hook_store_miss_makes_room")
+    small = run_fast(subject, CORE, 3.0, 0, 64)
+    assert [f.capacity for f in small.findings] == [SMALL_CAPACITY]
+    assert len(small.findings[0].trace) <= 3 * SMALL_CAPACITY
+    fixed = run_fast(subject, CORE, 3.0, 0, 64, fixed=True)
+    assert fixed.findings and all(f.capacity is None for f in fixed.findings)
+    assert len(fixed.findings[0].trace) > 64  # it takes a full cache of 64 blocks

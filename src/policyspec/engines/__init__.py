@@ -134,7 +134,8 @@ register_engine(Engine("seed-errors", _seed_errors, 0.01, only_for="seed-errors"
 def _fast(ctx: EngineContext) -> EngineRun:
     from policyspec.engines.fast import run_fast
 
-    return run_fast(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity)
+    return run_fast(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
+                    fixed=ctx.capacity_fixed)
 
 
 register_engine(Engine("fast", _fast, 0.15))

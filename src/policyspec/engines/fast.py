@@ -56,7 +56,7 @@ from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
-__all__ = ["EXAMPLE_STEPS", "SWEEP_EVERY", "count_checks", "run_fast"]
+__all__ = ["EXAMPLE_STEPS", "SMALL_CAPACITY", "SWEEP_EVERY", "count_checks", "run_fast"]
 
 ENGINE = "fast"
 EXAMPLE_STEPS = 500
@@ -64,6 +64,12 @@ EXAMPLE_STEPS = 500
 and run it under pressure, short enough to shrink quickly."""
 SWEEP_EVERY = 128
 """Every this many actions, every present key is checked (get, block)."""
+SMALL_CAPACITY = 16
+"""The capacity every other example of request traffic runs at (when the
+run's capacity is not fixed): a hook fault that shows only in a full
+cache (a store miss that makes room) then shrinks to a witness of a few
+tens of steps instead of one that fills 64 blocks (the stateful engine
+does the same, engines/stateful.py)."""
 
 
 def run_fast(
@@ -75,19 +81,26 @@ def run_fast(
     *,
     steps: int = EXAMPLE_STEPS,
     examples: int | None = None,
+    fixed: bool = False,
 ) -> EngineRun:
     """Check ``subject`` under ``profile`` for about ``seconds`` (or for
     ``examples`` examples of ``steps`` actions, when given: benchmarks and
-    tests use that). The same seed gives the same actions in the same order."""
+    tests use that). The same seed gives the same actions in the same order.
+    With request traffic, every other example runs at SMALL_CAPACITY unless
+    the capacity is ``fixed`` (or not larger)."""
     run = EngineRun(engine=ENGINE)
     started = monotonic()
     rng = random.Random(seed)
-    pool = max(4, capacity + capacity // 2)
     refinement = profile.refinement
     fast = refinement is None or refinement.keeps_idle_order
-    source = _source(subject, rng, pool, capacity, requests=fast)
+    source = _source(subject, rng, _pool(capacity), capacity, requests=fast)
     if fast:
-        _run_driver(run, subject, profile, capacity, source, started + seconds, steps, examples)
+        sources = {capacity: source}
+        if isinstance(source, RequestSource) and not fixed and capacity > SMALL_CAPACITY:
+            small = _source(subject, rng, _pool(SMALL_CAPACITY), SMALL_CAPACITY, requests=True)
+            sources = {SMALL_CAPACITY: small, capacity: source}
+        _run_driver(run, subject, profile, capacity, sources, started + seconds, steps,
+                    examples)
     else:
         run.notes.append(
             f"no fast oracle for the {profile.name} refinement: every action runs through the "
@@ -97,6 +110,12 @@ def run_fast(
                       examples)
     run.seconds = monotonic() - started
     return run
+
+
+def _pool(capacity: int) -> int:
+    """Keys a source draws from for ``capacity``: half as many again, so
+    stores miss and evictions choose."""
+    return max(4, capacity + capacity // 2)
 
 
 def _source(
@@ -118,28 +137,31 @@ def _run_driver(
     subject: Subject,
     profile: Profile,
     capacity: int,
-    source: ActionSource,
+    sources: dict[int, ActionSource],
     deadline: float,
     steps: int,
     examples: int | None,
 ) -> None:
+    """Examples of ``steps`` actions until ``deadline`` (or ``examples`` of
+    them), each from the next source in turn (capacity -> its source)."""
     keymap = KeyMap(subject.make_key)
-    keys = keymap.reals(range(source.pool + 4))
+    keys = keymap.reals(range(max(source.pool for source in sources.values()) + 4))
     model_of = keymap.index
     must = {rid for rid, req in load_registry().items() if req.level == "MUST"}
     sizes = idles = samples = 0
     kinds: Counter[str] = Counter()
-    soft: dict[str, list[Action]] = {}
-    draw = source.draw
+    soft: dict[str, tuple[list[Action], int]] = {}
+    turns = list(sources.items())
     sightings = current_sightings()
-    begin = source.begin if isinstance(source, RequestSource) else None
     threads = subject.has("hooks")
     worker: _SecondThread | None = None
     other = 0
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
-        driver = Driver(subject, capacity, keys, model_of, profile.refinement)
-        if begin is not None:
-            begin()
+        size, source = turns[run.examples % len(turns)]
+        draw = source.draw
+        if isinstance(source, RequestSource):
+            source.begin()
+        driver = Driver(subject, size, keys, model_of, profile.refinement)
         oracle = driver.oracle
         runs: list[Run] = []
         trace: list[Action] | None = None
@@ -159,28 +181,32 @@ def _run_driver(
                         worker = _SecondThread()
                     start = done
                     done = worker.run(partial(_play, driver, draw, runs, kinds, done, end,
-                                              must, soft, sightings))
+                                              must, soft, size, sightings))
                     other += done - start
                 else:
-                    done = _play(driver, draw, runs, kinds, done, end, must, soft, sightings)
+                    done = _play(driver, draw, runs, kinds, done, end, must, soft, size,
+                                 sightings)
                 driver.sweep()
-                sizes += len(oracle.refs)
-                idles += len(oracle.idle)
-                samples += 1
+                if size == capacity:
+                    sizes += len(oracle.refs)
+                    idles += len(oracle.idle)
+                    samples += 1
         except Difference as found:
             sightings.saw(found.requirement, driver.calls)
             trace = _spelled(runs)
-            _judge(run, subject, profile, capacity, trace, found, deadline)
+            _judge(run, subject, profile, size, trace, found, deadline, _shown(size, capacity))
         except CallTimeout:
             worker = None  # stuck in the policy, maybe on the second thread: abandoned
             # (its thread ends when the call does)
             trace = _spelled(runs)
             message = f"a policy call in {runs[-1]!r} did not return within the time limit"
-            run.add(Finding("API-RETURNS", message, tuple(trace), ENGINE))
+            run.add(Finding("API-RETURNS", message, tuple(trace), ENGINE,
+                            capacity=_shown(size, capacity)))
         except Exception as exc:  # the policy raised during a legal call
             trace = _spelled(runs)
             raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: {exc}")
-            _judge(run, subject, profile, capacity, trace, raised, deadline)
+            _judge(run, subject, profile, size, trace, raised, deadline,
+                   _shown(size, capacity))
         finally:
             watch.op = None
         run.calls += driver.calls
@@ -196,9 +222,9 @@ def _run_driver(
         worker.stop()
     if other:
         run.checked["API-ANY-THREAD"] += other
-    for requirement, trace in soft.items():
-        _judge(run, subject, profile, capacity, trace, Difference(requirement, "soft"),
-               deadline)
+    for requirement, (trace, size) in soft.items():
+        _judge(run, subject, profile, size, trace, Difference(requirement, "soft"), deadline,
+               _shown(size, capacity))
     if samples:
         run.counts["mean_keys"] = round(sizes / samples)
         run.counts["mean_idle"] = round(idles / samples)
@@ -206,6 +232,12 @@ def _run_driver(
             f"states reached: {sizes / samples:.0f} keys and {idles / samples:.0f} idle on "
             f"average (capacity {capacity})"
         )
+
+
+def _shown(size: int, capacity: int) -> int | None:
+    """What a finding of an example at ``size`` says of its capacity: the
+    run's own is not repeated."""
+    return None if size == capacity else size
 
 
 def _play(
@@ -216,13 +248,14 @@ def _play(
     done: int,
     end: int,
     must: set[str],
-    soft: dict[str, list[Action]],
+    soft: dict[str, tuple[list[Action], int]],
+    size: int,
     sightings: Sightings,
 ) -> int:
     """Draw and run actions on ``driver`` from ``done`` until ``end`` (the
     example's count so far); the new count. A MUST difference raises; a
-    SHOULD one is noted in ``soft`` with the trace so far, and the run goes
-    on."""
+    SHOULD one is noted in ``soft`` with the trace so far and the example's
+    capacity ``size``, and the run goes on."""
     handlers, oracle, record = Driver.HANDLERS, driver.oracle, runs.append
     while done < end:
         drawn = draw(oracle)
@@ -234,7 +267,7 @@ def _play(
             if found.requirement in must:
                 raise
             sightings.saw(found.requirement, driver.calls)
-            soft.setdefault(found.requirement, _spelled(runs))
+            soft.setdefault(found.requirement, (_spelled(runs), size))
             count = len(actions_of(drawn))
         done += count
         kinds[kind] += count
@@ -315,6 +348,9 @@ def count_checks(run: EngineRun, driver: Driver, kinds: Counter[str]) -> None:
     if driver.hooks:  # each hook call returned, and get of its keys answered
         for rid in ("API-NO-RAISE", "HOOK-TOTAL", "HOOK-KEEPS-MEMBERSHIP"):
             checked[rid] += driver.hooks
+    if driver.lookups:  # a request's lookups, checked as a get run's
+        for rid in _BY_KIND["get"]:
+            checked[rid] += driver.lookups
     checked.update(driver.evict_checks)
     checked["EVICT-IDENTITY"] += driver.evicted
     checked["EVICT-REMOVES"] += driver.evicted
@@ -376,10 +412,12 @@ def _judge(
     trace: list[Action],
     found: Difference,
     deadline: float,
+    shown: int | None = None,
 ) -> None:
     """Replay ``trace`` in the full harness; report what it finds, shrunk
     until the engine's ``deadline`` (at least SHRINK_GRACE seconds). A
-    SHOULD failure is replayed with only that requirement fatal."""
+    SHOULD failure is replayed with only that requirement fatal. ``shown``:
+    the capacity the finding says it runs at (None: the run's)."""
     watch.op = None
     fatal = None
     known = load_registry().get(found.requirement)
@@ -401,7 +439,7 @@ def _judge(
     small = _shrink(subject, profile, capacity, failure.trace, requirement, until)
     confirmed = failure_of(subject, profile, capacity, small, fatal=lambda r: r == requirement)
     message = confirmed.message if confirmed is not None else failure.message
-    run.add(Finding(requirement, message, small, ENGINE, shrunk=True))
+    run.add(Finding(requirement, message, small, ENGINE, shrunk=True, capacity=shown))
 
 
 def _shrink(

@@ -74,6 +74,8 @@ class Driver:
         manager's are)."""
         self.hooks = 0
         """Request hook calls made (each one checked: see ``request``)."""
+        self.lookups = 0
+        """get calls of the keys requests offered (checked as a get run's)."""
         self.has_mark = subject.has("mark")
         self.exact = refinement is not None
         self.order_id = refinement.order_requirement if refinement is not None else ""
@@ -281,6 +283,7 @@ class Driver:
         looked_up = run[3]
         if looked_up:
             self._observe(looked_up, None)
+            self.lookups += len(looked_up)
         ctx = self.context(run[1])
         keys, policy = self.keys, self.policy
         for action in run[2]:
