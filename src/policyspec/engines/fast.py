@@ -10,7 +10,9 @@ but for real (see fast_driver.py). Examples are ``EXAMPLE_STEPS`` actions
 long, from a fresh policy. Where the manager calls the request hooks
 (capability ``hooks``), the traffic is 0.33's requests instead
 (``request_source.RequestSource``: a request's misses and first-seen keys
-before its stores, inserts with its context, one finish per request).
+before its stores, inserts with its context, one finish per request);
+every other chunk of an example then runs on a second thread, as 0.33's
+poll thread calls a policy, and every other example at SMALL_CAPACITY.
 
 The engine only detects. On a failure the full ``Lockstep`` harness replays
 the trace and is the judge: it names the requirement, and ``minimise``
