@@ -87,8 +87,9 @@ class RequestSource(ActionSource):
         """Keys each request placed a position for (kept across clears, as
         the positions are in the request's context)."""
         self._new_generation()
-        self._store: tuple[int, list[int], int] | None = None
-        """A store under way (request, keys, ref_cnt) until its inserts."""
+        self._store: tuple[int, list[int], int, frozenset[int]] | None = None
+        """A store under way until its inserts: the request, the keys it
+        stores, their ref_cnt, and every key it offered (protected)."""
         self._evicted = False
         """Whether the store under way has had its eviction."""
         self._after: Run | None = None
@@ -173,7 +174,7 @@ class RequestSource(ActionSource):
                 k for k in offered if refs_get(k, IN_FLIGHT) >= IDLE and k not in inserted)
         actions = self._report(r, offered, keys)
         if keys:
-            self._store, self._evicted = (r, keys, ref), False
+            self._store, self._evicted = (r, keys, ref, frozenset(offered)), False
         if actions or not keys:
             return ("request", r, actions, offered)
         return self._store_step(state)
@@ -183,7 +184,7 @@ class RequestSource(ActionSource):
         then its inserts; None (the store given up) when the manager would
         refuse it (too few idle keys, or the eviction made too little room)."""
         assert self._store is not None
-        r, keys, ref = self._store
+        r, keys, ref, offered = self._store
         refs = state.refs
         room = self._room - len(refs)
         if len(keys) <= room:
@@ -199,7 +200,7 @@ class RequestSource(ActionSource):
             self._store = None
             return None
         self._evicted = True
-        return ("evict", need, frozenset(keys))
+        return ("evict", need, offered)  # every key the request offered is protected
 
     def _request_read(self, state: StateView) -> Run | None:
         """``_start_run``'s loads, for one request; right after them the
