@@ -28,7 +28,8 @@ def _engines(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         f"same engine's calls\n   ({seconds:g} s per engine run, median of {repeats})\n")
     say(f"   {'engine':<15}{'subject':<10}{'profile':<9}{'checked/s':>12}{'raw/s':>12}"
         f"{'ratio':>8}{'calls/run':>12}")
-    for speed in measure_engines(seconds, repeats):
+    speeds = measure_engines(seconds, repeats)
+    for speed in speeds:
         checked = sorted(speed.checked)[len(speed.checked) // 2]
         calls = sorted(speed.calls)[len(speed.calls) // 2]
         ratio = speed.ratio
@@ -36,6 +37,12 @@ def _engines(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         shown = f"{ratio:>8.2f}" if ratio is not None else f"{'-':>8}"
         say(f"   {speed.engine:<15}{speed.subject:<10}{speed.profile:<9}{checked:>12,.0f}{raw}"
             f"{shown}{calls:>12,}")
+    for speed in speeds:
+        if speed.hooks:
+            share = sum(speed.hooks) / sum(speed.calls)
+            say(f"   {speed.engine} on {speed.subject}: {share:.1%} of its checked calls are "
+                "request hooks (the rest: the manager's lookups and writes, stores, loads, "
+                "evictions, checks)")
     say("   target: the fast engine's ratio >= 0.25 in lru and in core; with request traffic "
         "(vLLM 0.33's\n   manager: requests and hooks; lru@R9 is the reference LRU at R9, "
         "lru-0.33 LRU033CachePolicy)\n   >= 200,000 checked calls per CPU second\n")

@@ -76,6 +76,8 @@ class EngineSpeed:
     raw: list[float] = field(default_factory=list)
     """Replayed calls per CPU second, per repetition."""
     calls: list[int] = field(default_factory=list)
+    hooks: list[int] = field(default_factory=list)
+    """Request hook calls among ``calls`` (request traffic only)."""
 
     @property
     def ratio(self) -> float | None:
@@ -122,12 +124,14 @@ def _fast_rates(subject: Subject, profile: Profile, seconds: float) -> tuple[flo
     return checked_calls / checked_time, raw_calls / raw_time, checked_calls
 
 
-def _request_rate(subject: Subject, profile: Profile, seconds: float) -> tuple[float, int]:
+def _request_rate(
+    subject: Subject, profile: Profile, seconds: float
+) -> tuple[float, int, int]:
     """Checked calls per CPU second of the fast engine's request traffic
-    on ``subject``, and its checked calls, over segments of SEGMENT
-    examples until ``seconds`` of CPU time."""
+    on ``subject``, its checked calls and the hook calls among them, over
+    segments of SEGMENT examples until ``seconds`` of CPU time."""
     spent = 0.0
-    calls = seed = 0
+    calls = hooks = seed = 0
     while spent < seconds:
         start = process_time()
         run = run_fast(subject, profile, 0, seed, 64, examples=SEGMENT)
@@ -136,8 +140,9 @@ def _request_rate(subject: Subject, profile: Profile, seconds: float) -> tuple[f
             raise RuntimeError(f"{subject.name}, seed {seed}: {run.error or run.findings} "
                                f"({run.checked['HOOK-TOTAL']} hook calls)")
         calls += run.calls
+        hooks += run.checked["HOOK-TOTAL"]
         seed += 1
-    return calls / spent, calls
+    return calls / spent, calls, hooks
 
 
 def measure_engines(
@@ -150,9 +155,10 @@ def measure_engines(
         for label, requesting in with_requests.items():
             speed = results.setdefault(
                 ("fast+requests", label), EngineSpeed("fast+requests", "core", label))
-            rate, calls = _request_rate(requesting, get_profile("core"), seconds)
+            rate, calls, hooks = _request_rate(requesting, get_profile("core"), seconds)
             speed.checked.append(rate)
             speed.calls.append(calls)
+            speed.hooks.append(hooks)
         for profile_name in profiles:
             profile = get_profile(profile_name)
             for engine in ENGINES.values():
