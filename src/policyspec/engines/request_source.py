@@ -14,11 +14,14 @@ What the caller contract needs to know of the requests (which keys each one
 saw and missed in this cache generation, whether it finished) is kept here
 as plain sets, per example (``begin``): the source is the only caller of
 its requests, so unlike its hints about keys these records are exact. A
-store is three draws: the request's positions and hooks, then the eviction
-that makes room when the cache lacks it (its keys protected; none when too
-few keys are idle, as the manager's fast-fail guard), then the inserts if
-there is room; what the eviction did decides the third, so each is drawn
-from the state the one before left.
+store is three draws: the manager's lookups (get of every offered key) and
+the request's positions and hooks, then the eviction that makes room when
+the cache lacks it (every offered key protected; none when too few keys
+are idle, as the manager's fast-fail guard), then the inserts if there is
+room; what the eviction did decides the third, so each is drawn from the
+state the one before left. Clears start a new generation: the requests
+still open go on with fresh records. Every key is in KV-cache group 0
+(one group per finish).
 """
 
 from __future__ import annotations
