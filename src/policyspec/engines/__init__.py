@@ -197,3 +197,14 @@ def _request_memory(ctx: EngineContext) -> EngineRun:
 # The same sessions for vLLM 0.33's request-ranked LRU, with placed keys, hits
 # among misses and request ids reused after a clear (LRU033-CLEAR-RESET).
 register_engine(Engine("request-memory", _request_memory, 0.3, only_for="lru-0.33"))
+
+
+def _manager_033(ctx: EngineContext) -> EngineRun:
+    from policyspec.engines.manager_033 import run_manager_033
+
+    return run_manager_033(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity)
+
+
+# vLLM 0.33.0's manager (its emulation) under request traffic, for a policy
+# with the request hooks; it makes no call, with a note, on other revisions.
+register_engine(Engine("manager-0.33", _manager_033, 0.08))

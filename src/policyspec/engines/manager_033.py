@@ -1,0 +1,444 @@
+"""vLLM 0.33.0's manager as an engine (spec/manager.md, "vLLM 0.33's manager
+under traffic").
+
+The manager engine (engines/manager.py) plays the seed-era manager. This
+one puts the policy under test behind the emulation of 0.33.0's
+``CPUOffloadingManager`` (``policyspec.vllm_manager``, held to the real
+manager by the differential test) and plays ``policyspec.vllm_traffic``'s
+seeded request traffic on it: requests whose keys and positions are spread
+over several store batches, lookups and loads of cached prefixes,
+completions that succeed or fail, touches, finishes, resets, and the store
+threshold off and on (every other example).
+
+The emulation does not hold the policy itself: it holds a ``ManagerProxy``.
+Every call the emulation makes of its policy, and every ``ref_cnt`` write
+it makes (its ``RefCntListener``), becomes one caller action of the model
+(``model.actions``), performed through the ``Lockstep`` harness, which
+calls the real policy and judges it against the profile's model. The
+proxy answers the emulation with what the policy answered, translated
+back: the harness owns the blocks the policy holds, the emulation owns its
+own chunk objects and writes their ``ref_cnt`` itself, so a block the
+policy returns (from ``get`` or ``evict``) is handed to the emulation as
+the emulation's chunk of that key. Keys and requests are renamed the same
+way (a traffic key becomes a model key of the same KV-cache group; a
+traffic request a model request, whose positions reach the harness's
+``ReqContext`` as ``set_positions`` before the request's next call).
+
+A finding is the harness's: its requirement, and its trace of actions,
+replayed and shrunk through ``Lockstep`` like every other engine's
+(``minimise.bounded_witness``). The emulation's own assertions
+(``ManagerAssertionError``), which only a wrong policy answer can trip
+once the harness has accepted it, are findings under the manager
+requirement they protect (``MANAGER_CHECKS``). A call the emulation makes
+that the model's caller contract forbids, or a ``ref_cnt`` write the
+actions cannot express, is an engine error, never a verdict: the spec or
+the emulation is wrong.
+
+The second thread: the harness runs every other action on a thread of its
+own (serialized), as for every engine on a revision with hooks; the
+traffic's own second thread is not used, so that a call that hangs is
+stopped by the watchdog on the thread that waits for it (API-RETURNS).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import fields
+from time import monotonic
+from typing import Any
+
+from policyspec.adapters.standins.keys import ReqContext, get_offload_group_idx
+from policyspec.engines.minimise import bounded_witness
+from policyspec.engines.reproduce import fails_with, failure_of
+from policyspec.engines.result import EngineRun, Finding
+from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
+from policyspec.harness.watchdog import CallTimeout
+from policyspec.model.actions import Action
+from policyspec.model.request import GROUP_STRIDE
+from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.profiles import Profile
+from policyspec.registry import load_registry
+from policyspec.subject import Subject
+from policyspec.vllm_manager import ManagerAssertionError, OffloadingManagerEmulation
+from policyspec.vllm_traffic import TrafficConfig, TrafficCounts, drive
+
+__all__ = [
+    "ENGINE",
+    "MANAGER_CHECKS",
+    "EmulationMismatch",
+    "ManagerProxy",
+    "TrafficContext",
+    "example_config",
+    "run_manager_033",
+]
+
+ENGINE = "manager-0.33"
+REQUESTS = 16
+"""Requests per example: enough for the cache (64 chunks by default) to
+fill and evict, few enough that a failing trace shrinks quickly."""
+THRESHOLD = 2
+"""The store threshold of the examples that turn it on (vLLM's tracker
+admits a key at its second offer)."""
+OBSERVE_EVERY = 4
+"""Every this many examples, the harness also asks ``get`` of every key
+seen after each call (its presence sweep: slower, sees a hook that drops
+a key at once)."""
+
+MANAGER_CHECKS = (
+    ("evictable count below 0", "MANAGER-IDLE-COUNT"),
+    ("not found", "MANAGER-NO-LOST-DATA"),
+    ("not ready", "MANAGER-NO-LOST-DATA"),
+    ("ref_cnt is already 0", "MANAGER-NO-LOST-DATA"),
+    ("pool ran dry", "MANAGER-BLOCK-IDS"),
+    ("wrong number of chunks", "MANAGER-BLOCK-IDS"),
+)
+"""Which manager requirement each of the emulation's assertions protects
+(by a phrase of its message): the idle counter, the data of a pinned or
+in-flight chunk, the chunk-id pool."""
+
+
+class EmulationMismatch(Exception):
+    """The emulation did something the model's actions cannot express (a
+    bug in policyspec, not the policy's fault)."""
+
+
+class TrafficContext(ReqContext):
+    """The traffic's ``ReqContext`` (the emulation keeps its own records in
+    it), remembering the positions placed since the proxy last read them."""
+
+    def __init__(self, req_id: str) -> None:
+        super().__init__(req_id)
+        self.placed: list[tuple[Any, int]] = []
+
+    def set_offload_key_position(self, key: bytes, end_token: int) -> None:
+        super().set_offload_key_position(key, end_token)
+        self.placed.append((key, end_token))
+
+
+class ManagerProxy:
+    """The policy the emulation holds, and its ``RefCntListener`` (module
+    doc): every call and write becomes a caller action on ``harness``."""
+
+    def __init__(self, harness: Lockstep) -> None:
+        self.h = harness
+        self.model_of: dict[Any, int] = {}
+        """Traffic key -> model key (same KV-cache group)."""
+        self.traffic_of: dict[int, Any] = {}
+        self.chunk_of: dict[int, Any] = {}
+        """Model key -> the emulation's chunk of every key the policy holds."""
+        self.request_of: dict[str, int] = {}
+        self._next_key = 0
+        self._chunk_id = 0
+        self._absorb_write: tuple[int, int] | None = None
+        """A write already performed by the last action (start_read from 0)."""
+        self._absorb_mark: int | None = None
+        """A mark_evictable already performed by the last action."""
+        harness.allocator = lambda _k: self._chunk_id  # the emulation's id
+
+    # -- names --------------------------------------------------------------------
+
+    def model(self, key: Any) -> int:
+        k = self.model_of.get(key)
+        if k is None:
+            k = get_offload_group_idx(key) * GROUP_STRIDE + self._next_key
+            self._next_key += 1
+            self.model_of[key] = k
+            self.traffic_of[k] = key
+        return k
+
+    def _keys(self, keys: Iterable[Any]) -> tuple[int, ...]:
+        return tuple(self.model(key) for key in keys)
+
+    def new_context(self, req_id: str) -> TrafficContext:
+        """The traffic's request contexts (``drive``'s ``req_context_type``)."""
+        self.request_of.setdefault(req_id, len(self.request_of))
+        return TrafficContext(req_id)
+
+    def _request(self, req_context: Any) -> int:
+        """The model request of a traffic context, its new positions placed."""
+        r = self.request_of[req_context.req_id]
+        placed = getattr(req_context, "placed", None)
+        if placed:
+            action = ("set_positions", r, tuple((self.model(k), p) for k, p in placed))
+            placed.clear()
+            self._do(action)
+        return r
+
+    def _do(self, action: Action) -> object:
+        try:
+            return self.h.apply(action)
+        except CallerContractError as exc:
+            raise EmulationMismatch(f"the emulated manager made {action!r}, which the "
+                                    f"model's caller contract forbids: {exc}") from None
+
+    def _chunk(self, k: int, got: object) -> Any:
+        """The emulation's chunk for the policy's answer about key ``k``."""
+        if got is None:
+            return None
+        block = self.h.blocks.get(k)
+        if block is not None and got is block:
+            return self.chunk_of[k]
+        return got  # a wrong object the harness reported (only when not fatal)
+
+    # -- the policy the emulation calls -----------------------------------------------
+
+    def get(self, key: Any) -> Any:
+        k = self.model(key)
+        return self._chunk(k, self._do(("get", k)))
+
+    def insert(self, key: Any, chunk: Any, req_context: Any) -> None:
+        k, r = self.model(key), self._request(req_context)
+        self._chunk_id = chunk.chunk_id
+        self._do(("insert", k, chunk.ref_cnt, r))
+        if k in self.h.blocks:
+            self.chunk_of[k] = chunk
+
+    def remove(self, key: Any) -> None:
+        k = self.model(key)
+        self._do(("remove", k))
+        self.chunk_of.pop(k, None)
+
+    def touch(self, keys: Iterable[Any], req_context: Any) -> None:
+        # The model's touch names no request: the policy gets the adapter's
+        # default context (no 0.33 policy reads it in touch).
+        self._do(("touch", self._keys(keys)))
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        self._do(("evict", n, frozenset(self._keys(protected))))
+        raw = self.h.last_evict
+        if not isinstance(raw, list):
+            return None
+        victims = []
+        for key, block in raw:
+            k = self.h.model_key(key)
+            if k is None:
+                victims.append((key, block))
+                continue
+            chunk = self.chunk_of.pop(k, block)
+            victims.append((self.traffic_of.get(k, key), chunk))
+        return victims
+
+    def mark_evictable(self, key: Any) -> None:
+        k = self.model(key)
+        if self._absorb_mark != k:
+            raise EmulationMismatch(f"mark_evictable({k}) without the write that idles it")
+        self._absorb_mark = None
+
+    def mark_non_evictable(self, key: Any) -> None:
+        k = self.model(key)
+        if self.h.state.refs.get(k) != IDLE:
+            raise EmulationMismatch(f"mark_non_evictable({k}) of a key that is not idle")
+        self._do(("start_read", k))
+        self._absorb_write = (k, IDLE + 1)
+
+    def clear(self) -> None:
+        self._do(("clear",))
+        self.chunk_of.clear()
+
+    def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
+        r = self._request(req_context)
+        self._do(("on_store_miss", r, self._keys(keys)))
+
+    def on_request_access(self, keys: Iterable[Any], req_context: Any) -> None:
+        r = self._request(req_context)
+        self._do(("on_request_access", r, self._keys(keys)))
+
+    def on_request_finished(
+        self, key_groups: Sequence[Sequence[Any]], insertion_only_keys: Collection[Any],
+        reused_keys: Collection[Any], req_context: Any,
+    ) -> None:
+        r = self._request(req_context)
+        groups = tuple(self._keys(group) for group in key_groups)
+        self._do(("on_request_finished", r, groups, frozenset(self._keys(insertion_only_keys)),
+                  frozenset(self._keys(reused_keys))))
+
+    # -- the RefCntListener -----------------------------------------------------------
+
+    def before_write(self, key: Any, chunk: Any, new_ref_cnt: int) -> None:
+        """A ``ref_cnt`` write of the emulation: a store completed
+        (finish_store), a read started or ended (start_read / end_read)."""
+        if chunk is None:
+            return  # a new chunk's constructor: its insert follows
+        k = self.model(key)
+        if self._absorb_write == (k, new_ref_cnt):
+            self._absorb_write = None
+            return
+        old = self.h.state.refs.get(k)
+        if old == IN_FLIGHT and new_ref_cnt == IDLE:
+            self._do(("finish_store", k))
+            self._absorb_mark = k
+        elif old is not None and old >= IDLE and new_ref_cnt == old + 1:
+            self._do(("start_read", k))
+        elif old is not None and old > IDLE and new_ref_cnt == old - 1:
+            self._do(("end_read", k))
+            if new_ref_cnt == IDLE:
+                self._absorb_mark = k
+        else:
+            raise EmulationMismatch(
+                f"the emulated manager writes ref_cnt {new_ref_cnt} to key {k}, whose model "
+                f"ref_cnt is {old}: no caller action does that")
+
+    def after_write(self, key: Any, chunk: Any, new_ref_cnt: int) -> None:
+        return None
+
+
+def example_config(seed: int, index: int, *, requests: int, resets: bool) -> TrafficConfig:
+    """Example ``index``'s traffic: its own seed from the run's, several
+    batches per request, resets only where the policy has ``clear``."""
+    rng = random.Random(f"{seed}:{index}")
+    return TrafficConfig(seed=rng.getrandbits(32), requests=requests,
+                         reset=TrafficConfig.reset if resets else 0.0)
+
+
+def run_manager_033(
+    subject: Subject,
+    profile: Profile,
+    seconds: float,
+    seed: int,
+    capacity: int,
+    *,
+    examples: int | None = None,
+    requests: int = REQUESTS,
+    fatal: Any = None,
+) -> EngineRun:
+    """Play 0.33.0 manager traffic on ``subject`` for about ``seconds`` (or
+    ``examples`` examples when given: tests and benchmarks). Example i has
+    the store threshold on when i is odd. The same seed gives the same
+    calls in the same order."""
+    run = EngineRun(engine=ENGINE)
+    if not subject.has("hooks"):
+        run.notes.append(
+            f"{ENGINE}: the policy's revision ({subject.api}) has no request hooks; vLLM "
+            "0.33's manager does not drive it, so this engine made no call (the manager "
+            "engine plays the seed-era manager)")
+        return run
+    started = monotonic()
+    deadline = started + seconds
+    traffic: Counter[str] = Counter()
+    soft: dict[str, tuple[Action, ...]] = {}
+    on = off = skipped = 0
+    while (run.examples < examples) if examples is not None else (monotonic() < deadline):
+        index = run.examples
+        threshold = THRESHOLD if index % 2 else 1
+        config = example_config(seed, index, requests=requests, resets=subject.has("clear"))
+        harness = Lockstep(subject, profile, capacity, observe=index % OBSERVE_EVERY == 3,
+                           fatal=fatal)
+        proxy = ManagerProxy(harness)
+        manager = OffloadingManagerEmulation(proxy, capacity, store_threshold=threshold,
+                                             enable_events=True, listener=proxy)
+        counts: TrafficCounts | None = None
+        try:
+            counts = drive(manager, config, req_context_type=proxy.new_context)
+        except ConformanceFailure as failure:
+            _judge(run, subject, profile, capacity, failure, deadline)
+        except Aborted as aborted:
+            run.add(Finding(aborted.failure.requirement, aborted.failure.message,
+                            aborted.failure.trace, ENGINE))
+        except CallTimeout:
+            run.add(Finding("API-RETURNS", "a policy call did not return within the time "
+                            "limit", tuple(harness.trace), ENGINE))
+        except ManagerAssertionError as exc:
+            _manager_finding(run, subject, profile, capacity, harness, exc, deadline)
+        except EmulationMismatch as exc:
+            run.error = f"{ENGINE}, example {index}: {exc}"
+        run.examples += 1
+        run.calls += harness.calls
+        run.steps += len(harness.trace)
+        run.checked.update(harness.checked)
+        for failure in harness.soft:
+            soft.setdefault(failure.requirement, failure.trace)
+        if counts is not None:
+            on += threshold > 1
+            off += threshold == 1
+            skipped += manager.stores_skipped
+            for name in (f.name for f in fields(counts)):
+                value = getattr(counts, name)
+                if isinstance(value, int):
+                    traffic[name] += value
+        if run.findings or run.error:
+            break
+    for requirement, trace in soft.items():
+        replayed = failure_of(subject, profile, capacity, trace,
+                              fatal=lambda rid, wanted=requirement: rid == wanted)
+        if replayed is not None:
+            _judge(run, subject, profile, capacity, replayed, deadline)
+    run.counts.update({
+        "threshold_off_examples": off,
+        "threshold_on_examples": on,
+        "stores_skipped_by_threshold": skipped,
+        **{f"traffic_{name}": value for name, value in sorted(traffic.items())},
+    })
+    run.notes.append(
+        f"{ENGINE}: {on + off} traffic runs ({off} with the store threshold off, {on} with "
+        f"it at {THRESHOLD}: {skipped} key offers kept out), {traffic['requests']} requests, "
+        f"{traffic['stores']} store batches, {traffic['finishes']} finishes, "
+        f"{traffic['resets']} resets, {traffic['evicted']} keys evicted")
+    run.seconds = monotonic() - started
+    return run
+
+
+# -- findings ---------------------------------------------------------------------------
+
+SHRINK_TRIES = 1000
+"""Replays the engine shrinks one finding with (the report's minimiser
+goes on from the result)."""
+SHRINK_GRACE = 1.0
+"""Seconds past the engine's share its shrinking may take."""
+
+
+def _judge(
+    run: EngineRun, subject: Subject, profile: Profile, capacity: int,
+    failure: ConformanceFailure, deadline: float,
+) -> None:
+    """The harness's failure, replayed from its trace and shrunk there (a
+    failure that does not replay stands as it was seen: the traffic's calls
+    are the harness's, so it replays unless the policy is not deterministic)."""
+    requirement = failure.requirement
+    known = load_registry().get(requirement)
+    fatal = None if known is None or known.level == "MUST" else (
+        lambda rid: rid == requirement)
+    replayed = failure_of(subject, profile, capacity, failure.trace, fatal=fatal)
+    if replayed is None or replayed.requirement != requirement:
+        run.add(Finding(requirement, failure.message, failure.trace, ENGINE))
+        return
+    until = max(deadline, monotonic() + SHRINK_GRACE)
+    small = bounded_witness(
+        failure.trace,
+        fails_with(subject, profile, capacity, requirement),
+        fails_with(subject, profile, capacity, requirement, observe=False, threads=False),
+        SHRINK_TRIES, until,
+    )[0]
+    confirmed = failure_of(subject, profile, capacity, small, fatal=lambda r: r == requirement)
+    message = confirmed.message if confirmed is not None else failure.message
+    run.add(Finding(requirement, message, small, ENGINE, shrunk=True))
+
+
+def manager_requirement(message: str) -> str | None:
+    """The manager requirement an assertion of the emulation protects."""
+    for phrase, requirement in MANAGER_CHECKS:
+        if phrase in message:
+            return requirement
+    return None
+
+
+def _manager_finding(
+    run: EngineRun, subject: Subject, profile: Profile, capacity: int, harness: Lockstep,
+    exc: ManagerAssertionError, deadline: float,
+) -> None:
+    """The emulation stopped on one of its own checks after a policy answer.
+    When the answer broke a policy requirement as well (recorded soft, or
+    seen again on a replay), that is the finding; else the manager's."""
+    trace = tuple(harness.trace)
+    replayed = failure_of(subject, profile, capacity, trace)
+    if replayed is not None:
+        _judge(run, subject, profile, capacity, replayed, deadline)
+        return
+    requirement = manager_requirement(str(exc))
+    if requirement is None:
+        run.error = f"{ENGINE}: the emulated manager stopped on its own check ({exc})"
+        return
+    run.add(Finding(requirement, f"vLLM 0.33.0's manager stops with an AssertionError after "
+                    f"the policy's last answer: {exc}", trace, ENGINE))
+
