@@ -202,7 +202,8 @@ register_engine(Engine("request-memory", _request_memory, 0.3, only_for="lru-0.3
 def _manager_033(ctx: EngineContext) -> EngineRun:
     from policyspec.engines.manager_033 import run_manager_033
 
-    return run_manager_033(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity)
+    return run_manager_033(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
+                           fixed=ctx.capacity_fixed)
 
 
 # vLLM 0.33.0's manager (its emulation) under request traffic, for a policy

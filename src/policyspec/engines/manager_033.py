@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import fields
 from time import monotonic
 from typing import Any
@@ -70,7 +70,9 @@ __all__ = [
     "EmulationMismatch",
     "ManagerProxy",
     "TrafficContext",
+    "example_capacity",
     "example_config",
+    "manager_requirement",
     "run_manager_033",
 ]
 
@@ -81,6 +83,14 @@ fill and evict, few enough that a failing trace shrinks quickly."""
 THRESHOLD = 2
 """The store threshold of the examples that turn it on (vLLM's tracker
 admits a key at its second offer)."""
+SIZES = (16, 32)
+"""Cache sizes the examples cycle through beside the run's own capacity
+(unless it was chosen, ``--capacity``): 0.33's traffic offers up to a dozen
+chunks per request, and only a small cache makes it evict often enough for
+an order, a ghost or a reset's ranks to show."""
+RESET = 0.05
+"""Chance per traffic step of a ``reset_cache`` (the traffic's default is
+rarer): what a reset does to running requests needs requests after it."""
 OBSERVE_EVERY = 4
 """Every this many examples, the harness also asks ``get`` of every key
 seen after each call (its presence sweep: slower, sees a hook that drops
@@ -289,7 +299,16 @@ def example_config(seed: int, index: int, *, requests: int, resets: bool) -> Tra
     batches per request, resets only where the policy has ``clear``."""
     rng = random.Random(f"{seed}:{index}")
     return TrafficConfig(seed=rng.getrandbits(32), requests=requests,
-                         reset=TrafficConfig.reset if resets else 0.0)
+                         reset=RESET if resets else 0.0)
+
+
+def example_capacity(capacity: int, index: int, fixed: bool) -> int:
+    """Example ``index``'s cache size: the run's when it was chosen, else
+    one of ``SIZES`` and the run's in turn."""
+    if fixed:
+        return capacity
+    sizes = sorted({*SIZES, capacity})
+    return sizes[index % len(sizes)]
 
 
 def run_manager_033(
@@ -301,12 +320,14 @@ def run_manager_033(
     *,
     examples: int | None = None,
     requests: int = REQUESTS,
-    fatal: Any = None,
+    fatal: Callable[[str], bool] | None = None,
+    fixed: bool = False,
 ) -> EngineRun:
     """Play 0.33.0 manager traffic on ``subject`` for about ``seconds`` (or
     ``examples`` examples when given: tests and benchmarks). Example i has
-    the store threshold on when i is odd. The same seed gives the same
-    calls in the same order."""
+    the store threshold on when i is odd, and the cache size
+    ``example_capacity`` gives (``fixed``: always ``capacity``). The same
+    seed gives the same calls in the same order."""
     run = EngineRun(engine=ENGINE)
     if not subject.has("hooks"):
         run.notes.append(
@@ -317,38 +338,40 @@ def run_manager_033(
     started = monotonic()
     deadline = started + seconds
     traffic: Counter[str] = Counter()
-    soft: dict[str, tuple[Action, ...]] = {}
+    soft: dict[str, tuple[int, tuple[Action, ...]]] = {}
     on = off = skipped = 0
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         index = run.examples
         threshold = THRESHOLD if index % 2 else 1
         config = example_config(seed, index, requests=requests, resets=subject.has("clear"))
-        harness = Lockstep(subject, profile, capacity, observe=index % OBSERVE_EVERY == 3,
+        size = example_capacity(capacity, index, fixed)
+        own = None if size == capacity else size
+        harness = Lockstep(subject, profile, size, observe=index % OBSERVE_EVERY == 3,
                            fatal=fatal)
         proxy = ManagerProxy(harness)
-        manager = OffloadingManagerEmulation(proxy, capacity, store_threshold=threshold,
+        manager = OffloadingManagerEmulation(proxy, size, store_threshold=threshold,
                                              enable_events=True, listener=proxy)
         counts: TrafficCounts | None = None
         try:
             counts = drive(manager, config, req_context_type=proxy.new_context)
         except ConformanceFailure as failure:
-            _judge(run, subject, profile, capacity, failure, deadline)
+            _judge(run, subject, profile, size, own, failure, deadline)
         except Aborted as aborted:
             run.add(Finding(aborted.failure.requirement, aborted.failure.message,
-                            aborted.failure.trace, ENGINE))
+                            aborted.failure.trace, ENGINE, capacity=own))
         except CallTimeout:
             run.add(Finding("API-RETURNS", "a policy call did not return within the time "
-                            "limit", tuple(harness.trace), ENGINE))
+                            "limit", tuple(harness.trace), ENGINE, capacity=own))
         except ManagerAssertionError as exc:
-            _manager_finding(run, subject, profile, capacity, harness, exc, deadline)
+            _manager_finding(run, subject, profile, size, own, harness, exc, deadline)
         except EmulationMismatch as exc:
             run.error = f"{ENGINE}, example {index}: {exc}"
         run.examples += 1
         run.calls += harness.calls
         run.steps += len(harness.trace)
         run.checked.update(harness.checked)
-        for failure in harness.soft:
-            soft.setdefault(failure.requirement, failure.trace)
+        for seen in harness.soft:
+            soft.setdefault(seen.requirement, (size, seen.trace))
         if counts is not None:
             on += threshold > 1
             off += threshold == 1
@@ -359,11 +382,11 @@ def run_manager_033(
                     traffic[name] += value
         if run.findings or run.error:
             break
-    for requirement, trace in soft.items():
-        replayed = failure_of(subject, profile, capacity, trace,
-                              fatal=lambda rid, wanted=requirement: rid == wanted)
+    for requirement, (size, trace) in soft.items():
+        replayed = failure_of(subject, profile, size, trace, fatal=_only(requirement))
         if replayed is not None:
-            _judge(run, subject, profile, capacity, replayed, deadline)
+            _judge(run, subject, profile, size, None if size == capacity else size, replayed,
+                   deadline)
     run.counts.update({
         "threshold_off_examples": off,
         "threshold_on_examples": on,
@@ -389,7 +412,7 @@ SHRINK_GRACE = 1.0
 
 
 def _judge(
-    run: EngineRun, subject: Subject, profile: Profile, capacity: int,
+    run: EngineRun, subject: Subject, profile: Profile, capacity: int, own: int | None,
     failure: ConformanceFailure, deadline: float,
 ) -> None:
     """The harness's failure, replayed from its trace and shrunk there (a
@@ -397,11 +420,10 @@ def _judge(
     are the harness's, so it replays unless the policy is not deterministic)."""
     requirement = failure.requirement
     known = load_registry().get(requirement)
-    fatal = None if known is None or known.level == "MUST" else (
-        lambda rid: rid == requirement)
+    fatal = None if known is None or known.level == "MUST" else _only(requirement)
     replayed = failure_of(subject, profile, capacity, failure.trace, fatal=fatal)
     if replayed is None or replayed.requirement != requirement:
-        run.add(Finding(requirement, failure.message, failure.trace, ENGINE))
+        run.add(Finding(requirement, failure.message, failure.trace, ENGINE, capacity=own))
         return
     until = max(deadline, monotonic() + SHRINK_GRACE)
     small = bounded_witness(
@@ -410,9 +432,14 @@ def _judge(
         fails_with(subject, profile, capacity, requirement, observe=False, threads=False),
         SHRINK_TRIES, until,
     )[0]
-    confirmed = failure_of(subject, profile, capacity, small, fatal=lambda r: r == requirement)
+    confirmed = failure_of(subject, profile, capacity, small, fatal=_only(requirement))
     message = confirmed.message if confirmed is not None else failure.message
-    run.add(Finding(requirement, message, small, ENGINE, shrunk=True))
+    run.add(Finding(requirement, message, small, ENGINE, shrunk=True, capacity=own))
+
+
+def _only(requirement: str) -> Callable[[str], bool]:
+    """Fatal for ``requirement`` alone."""
+    return lambda rid: rid == requirement
 
 
 def manager_requirement(message: str) -> str | None:
@@ -424,8 +451,8 @@ def manager_requirement(message: str) -> str | None:
 
 
 def _manager_finding(
-    run: EngineRun, subject: Subject, profile: Profile, capacity: int, harness: Lockstep,
-    exc: ManagerAssertionError, deadline: float,
+    run: EngineRun, subject: Subject, profile: Profile, capacity: int, own: int | None,
+    harness: Lockstep, exc: ManagerAssertionError, deadline: float,
 ) -> None:
     """The emulation stopped on one of its own checks after a policy answer.
     When the answer broke a policy requirement as well (recorded soft, or
@@ -433,12 +460,12 @@ def _manager_finding(
     trace = tuple(harness.trace)
     replayed = failure_of(subject, profile, capacity, trace)
     if replayed is not None:
-        _judge(run, subject, profile, capacity, replayed, deadline)
+        _judge(run, subject, profile, capacity, own, replayed, deadline)
         return
     requirement = manager_requirement(str(exc))
     if requirement is None:
         run.error = f"{ENGINE}: the emulated manager stopped on its own check ({exc})"
         return
     run.add(Finding(requirement, f"vLLM 0.33.0's manager stops with an AssertionError after "
-                    f"the policy's last answer: {exc}", trace, ENGINE))
+                    f"the policy's last answer: {exc}", trace, ENGINE, capacity=own))
 
