@@ -54,6 +54,7 @@ from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
+from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.model.actions import Action
 from policyspec.model.request import GROUP_STRIDE
@@ -344,6 +345,7 @@ def run_manager_033(
     traffic: Counter[str] = Counter()
     soft: dict[str, tuple[int, tuple[Action, ...]]] = {}
     on = off = skipped = 0
+    sightings = current_sightings()
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         index = run.examples
         threshold = THRESHOLD if index % 2 else 1
@@ -389,7 +391,8 @@ def run_manager_033(
                 value = getattr(counts, name)
                 if isinstance(value, int):
                     traffic[name] += value
-        if run.findings or run.error:
+        sightings.calls += harness.calls
+        if run.findings or run.error or sightings.stopped():
             break
     for requirement, (size, trace) in soft.items():
         replayed = failure_of(subject, profile, size, trace, fatal=_only(requirement))
