@@ -98,15 +98,35 @@ def test_a_finding_is_the_same_for_the_same_seed() -> None:
     assert first[0] == "LRU033-EVICT-ORDER"  # the engine's; the report's culprit names the call
 
 
-def traffic_trace(cls: type, index: int, capacity: int) -> tuple[list[Action], int]:
-    """The actions example ``index`` of a run makes on the reference LRU."""
+def traffic(cls: type, index: int, capacity: int) -> tuple[
+        Lockstep, ManagerProxy, OffloadingManagerEmulation]:
+    """Example ``index`` of a run played on the reference LRU, by hand."""
     harness = Lockstep(subject(cls), get_profile("lru-0.33"), capacity, observe=False)
     proxy = ManagerProxy(harness)
     manager = OffloadingManagerEmulation(proxy, capacity, store_threshold=1 + index % 2,
                                          enable_events=True, listener=proxy)
     config = example_config(SEED, index, requests=16, resets=True)
     drive(manager, config, req_context_type=proxy.new_context)
+    return harness, proxy, manager
+
+
+def traffic_trace(cls: type, index: int, capacity: int) -> tuple[list[Action], int]:
+    """The actions of ``traffic``, and the key offers the threshold kept out."""
+    harness, _, manager = traffic(cls, index, capacity)
     return harness.trace, manager.stores_skipped
+
+
+def test_the_emulation_and_the_harness_agree_on_every_chunk() -> None:
+    """The policy holds the harness's blocks, the emulation its own chunks:
+    the same ids, the same ref_cnt, never the same object."""
+    harness, proxy, manager = traffic(LRU033CachePolicy, 2, 16)
+    assert harness.blocks and set(harness.blocks) == set(proxy.chunk_of)
+    for k, block in harness.blocks.items():
+        chunk = proxy.chunk_of[k]
+        assert chunk is not block
+        assert (chunk.chunk_id, chunk.ref_cnt) == (block.chunk_id, block.ref_cnt)
+    idle = sum(1 for block in harness.blocks.values() if block.ref_cnt == 0)
+    assert manager.num_evictable_chunks == idle == len(harness.state.idle)
 
 
 @pytest.mark.parametrize("index", [0, 1])
