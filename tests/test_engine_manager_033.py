@@ -72,6 +72,8 @@ def test_the_store_threshold_runs_off_and_on() -> None:
     assert run.counts["threshold_on_examples"] == 2
     assert run.counts["stores_skipped_by_threshold"] > 0
     assert any("store threshold off" in note for note in run.notes)
+    assert run.checked["MANAGER-IDLE-COUNT"] > 0 and run.checked["MANAGER-NO-LOST-DATA"] > 0
+    assert run.checked["MANAGER-BLOCK-IDS"] > 0
 
 
 def test_same_seed_same_run_other_seed_other_run() -> None:
@@ -200,3 +202,18 @@ def test_a_hook_fault_is_caught_by_this_engine_alone(path: Any) -> None:
 def test_resets_only_where_the_policy_has_clear() -> None:
     assert example_config(SEED, 0, requests=16, resets=False).reset == 0.0
     assert example_config(SEED, 0, requests=16, resets=True).reset > 0.0
+
+
+def test_the_managers_own_checks_speak_when_the_policys_are_not_fatal() -> None:
+    """A store miss that drops an idle chunk: the policy requirement names
+    it; with only the manager's checks fatal, the manager's idle count."""
+    path = HOOKS / "hook_store_miss_makes_room.py"
+
+    def found(fatal: Any) -> list[str]:
+        run = run_manager_033(subject_for(path), get_profile("core"), 60.0, SEED, 64,
+                              examples=8, fatal=fatal)
+        assert run.error is None
+        return [finding.requirement for finding in run.findings]
+
+    assert found(None) == ["HOOK-KEEPS-MEMBERSHIP"]
+    assert "MANAGER-IDLE-COUNT" in found(lambda rid: rid.startswith("MANAGER-"))

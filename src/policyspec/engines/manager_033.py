@@ -68,7 +68,9 @@ from policyspec.vllm_traffic import TrafficConfig, TrafficCounts, drive
 __all__ = [
     "ENGINE",
     "MANAGER_CHECKS",
+    "AuditedManager",
     "EmulationMismatch",
+    "ManagerCheckFailed",
     "ManagerProxy",
     "TrafficContext",
     "example_capacity",
@@ -113,6 +115,15 @@ MANAGER_CHECKS = (
 in-flight chunk, the chunk-id pool."""
 
 
+class ManagerCheckFailed(Exception):
+    """One of the manager's promises (spec/manager.md) failed under the
+    traffic: ``requirement`` names it."""
+
+    def __init__(self, requirement: str, message: str) -> None:
+        super().__init__(message)
+        self.requirement = requirement
+
+
 class EmulationMismatch(Exception):
     """The emulation did something the model's actions cannot express (a
     bug in policyspec, not the policy's fault)."""
@@ -142,6 +153,8 @@ class ManagerProxy:
         self.traffic_of: dict[int, Any] = {}
         self.chunk_of: dict[int, Any] = {}
         """Model key -> the emulation's chunk of every key the policy holds."""
+        self.id_owner: dict[int, int] = {}
+        """Chunk id -> the model key whose chunk holds it."""
         self.request_of: dict[str, int] = {}
         self._next_key = 0
         self._chunk_id = 0
@@ -204,15 +217,29 @@ class ManagerProxy:
 
     def insert(self, key: Any, chunk: Any, req_context: Any) -> None:
         k, r = self.model(key), self._request(req_context)
+        self.h.checked["MANAGER-BLOCK-IDS"] += 1
+        owner = self.id_owner.get(chunk.chunk_id)
+        if owner is not None:
+            raise ManagerCheckFailed("MANAGER-BLOCK-IDS", (
+                f"the manager hands chunk id {chunk.chunk_id} to key {k}, but key {owner} "
+                "still holds it: an id was freed for a chunk still in use"))
         self._chunk_id = chunk.chunk_id
         self._do(("insert", k, chunk.ref_cnt, r))
         if k in self.h.blocks:
             self.chunk_of[k] = chunk
+            self.id_owner[chunk.chunk_id] = k
+
+    def _drop(self, k: int, default: Any = None) -> Any:
+        chunk = self.chunk_of.pop(k, default)
+        chunk_id = getattr(chunk, "chunk_id", None)
+        if isinstance(chunk_id, int) and self.id_owner.get(chunk_id) == k:
+            del self.id_owner[chunk_id]
+        return chunk
 
     def remove(self, key: Any) -> None:
         k = self.model(key)
         self._do(("remove", k))
-        self.chunk_of.pop(k, None)
+        self._drop(k)
 
     def touch(self, keys: Iterable[Any], req_context: Any) -> None:
         # The model's touch names no request: the policy gets the adapter's
@@ -230,7 +257,7 @@ class ManagerProxy:
             if k is None:
                 victims.append((key, block))
                 continue
-            chunk = self.chunk_of.pop(k, block)
+            chunk = self._drop(k, block)
             victims.append((self.traffic_of.get(k, key), chunk))
         return victims
 
@@ -250,6 +277,7 @@ class ManagerProxy:
     def clear(self) -> None:
         self._do(("clear",))
         self.chunk_of.clear()
+        self.id_owner.clear()
 
     def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
         r = self._request(req_context)
@@ -298,6 +326,52 @@ class ManagerProxy:
         return None
 
 
+class AuditedManager:
+    """The emulated manager, audited after each of the scheduler's calls
+    (MANAGER-IDLE-COUNT, MANAGER-NO-LOST-DATA): every chunk the manager
+    holds is still the policy's (``get`` of its key, asked outside the
+    trace, returns the harness's block), and its count of evictable chunks
+    equals the chunks the policy holds with ``ref_cnt`` 0. The ``get``
+    calls are observations, like the harness's presence sweep."""
+
+    def __init__(self, manager: OffloadingManagerEmulation, proxy: ManagerProxy) -> None:
+        self.manager = manager
+        self.proxy = proxy
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.manager, name)
+
+        def audited(*args: Any) -> Any:
+            result = method(*args)
+            self.audit(name)
+            return result
+
+        return audited
+
+    def audit(self, after: str) -> None:
+        h, proxy = self.proxy.h, self.proxy
+        checked = h.checked
+        checked["MANAGER-NO-LOST-DATA"] += 1
+        checked["MANAGER-IDLE-COUNT"] += 1
+        idle = 0
+        for k, chunk in proxy.chunk_of.items():
+            block = h.blocks.get(k)
+            h.calls += 1
+            got = h.policy.get(h.key(k))  # (a raise here is seen by the next call)
+            if block is not None and got is block:
+                idle += chunk.ref_cnt == IDLE
+            elif chunk.ref_cnt != IDLE or got is not None:
+                state = {IN_FLIGHT: "in flight", IDLE: "idle"}.get(chunk.ref_cnt, "being read")
+                raise ManagerCheckFailed("MANAGER-NO-LOST-DATA", (
+                    f"after {after}, get({k}) returns "
+                    f"{'None' if got is None else 'another object'} although the manager "
+                    f"holds its chunk ({state}, chunk id {chunk.chunk_id})"))
+        if idle != self.manager.num_evictable_chunks:
+            raise ManagerCheckFailed("MANAGER-IDLE-COUNT", (
+                f"after {after}, the manager counts {self.manager.num_evictable_chunks} "
+                f"evictable chunks, but the policy holds {idle} of its chunks with ref_cnt 0"))
+
+
 def example_config(seed: int, index: int, *, requests: int, resets: bool) -> TrafficConfig:
     """Example ``index``'s traffic: its own seed from the run's, several
     batches per request, resets only where the policy has ``clear``."""
@@ -336,9 +410,9 @@ def run_manager_033(
     run = EngineRun(engine=ENGINE)
     if not subject.has("hooks"):
         run.notes.append(
-            f"{ENGINE}: the policy's revision ({subject.api}) has no request hooks; vLLM "
-            "0.33's manager does not drive it, so this engine made no call (the manager "
-            "engine plays the seed-era manager)")
+            f"the policy's revision ({subject.api}) has no request hooks: vLLM 0.33's manager "
+            "does not drive it, so this engine made no call (the manager engine plays the "
+            "seed-era manager)")
         return run
     started = monotonic()
     deadline = started + seconds
@@ -358,9 +432,10 @@ def run_manager_033(
         proxy = ManagerProxy(harness)
         manager = OffloadingManagerEmulation(proxy, size, store_threshold=threshold,
                                              enable_events=True, listener=proxy)
+        driven: Any = AuditedManager(manager, proxy) if harness.observe else manager
         counts: TrafficCounts | None = None
         try:
-            counts = drive(manager, config, req_context_type=proxy.new_context)
+            counts = drive(driven, config, req_context_type=proxy.new_context)
         except ConformanceFailure as failure:
             _judge(run, subject, profile, size, own, failure, deadline)
         except Aborted as aborted:
@@ -369,7 +444,7 @@ def run_manager_033(
         except CallTimeout:
             run.add(Finding("API-RETURNS", "a policy call did not return within the time "
                             "limit", tuple(harness.trace), ENGINE, capacity=own))
-        except ManagerAssertionError as exc:
+        except (ManagerAssertionError, ManagerCheckFailed) as exc:
             _manager_finding(run, subject, profile, size, own, harness, exc, deadline, fatal)
         except EmulationMismatch as exc:
             if not harness.soft:
@@ -405,11 +480,13 @@ def run_manager_033(
         "stores_skipped_by_threshold": skipped,
         **{f"traffic_{name}": value for name, value in sorted(traffic.items())},
     })
-    run.notes.append(
-        f"{ENGINE}: {on + off} traffic runs ({off} with the store threshold off, {on} with "
-        f"it at {THRESHOLD}: {skipped} key offers kept out), {traffic['requests']} requests, "
-        f"{traffic['stores']} store batches, {traffic['finishes']} finishes, "
-        f"{traffic['resets']} resets, {traffic['evicted']} keys evicted")
+    if on + off:
+        run.notes.append(
+            f"{on + off} traffic runs of vLLM 0.33.0's manager played to the end ({off} with "
+            f"the store threshold off, {on} with it at {THRESHOLD}: {skipped} key offers kept "
+            f"out), {traffic['requests']} requests, {traffic['stores']} store batches, "
+            f"{traffic['finishes']} finishes, {traffic['resets']} resets, "
+            f"{traffic['evicted']} keys evicted")
     run.seconds = monotonic() - started
     return run
 
@@ -476,7 +553,7 @@ def manager_requirement(message: str) -> str | None:
 
 def _manager_finding(
     run: EngineRun, subject: Subject, profile: Profile, capacity: int, own: int | None,
-    harness: Lockstep, exc: ManagerAssertionError, deadline: float,
+    harness: Lockstep, exc: ManagerAssertionError | ManagerCheckFailed, deadline: float,
     fatal: Callable[[str], bool] | None,
 ) -> None:
     """The emulation stopped on one of its own checks after a policy answer
@@ -495,6 +572,9 @@ def _manager_finding(
         return
     except (Aborted, CallerContractError):
         pass
+    if isinstance(exc, ManagerCheckFailed):
+        run.add(Finding(exc.requirement, str(exc), trace, ENGINE, capacity=own))
+        return
     requirement = manager_requirement(str(exc))
     if requirement is None:
         run.error = f"{ENGINE}: the emulated manager stopped on its own check ({exc})"
