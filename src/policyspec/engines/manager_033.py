@@ -504,16 +504,21 @@ def _judge(
     run: EngineRun, subject: Subject, profile: Profile, capacity: int, own: int | None,
     failure: ConformanceFailure, deadline: float,
 ) -> None:
-    """The harness's failure, replayed from its trace and shrunk there (a
-    failure that does not replay stands as it was seen: the traffic's calls
-    are the harness's, so it replays unless the policy is not deterministic)."""
-    requirement = failure.requirement
-    known = load_registry().get(requirement)
-    fatal = None if known is None or known.level == "MUST" else _only(requirement)
+    """The harness's failure, replayed from its trace and shrunk there. A
+    replay that observes presence after every call (the run observed only
+    every fourth example) may stop earlier, at another requirement: that
+    one is the finding. A failure that does not replay stands as it was
+    seen (the traffic's calls are the harness's, so it replays unless the
+    policy is not deterministic)."""
+    known = load_registry().get(failure.requirement)
+    fatal = None if known is None or known.level == "MUST" else _only(failure.requirement)
     replayed = failure_of(subject, profile, capacity, failure.trace, fatal=fatal)
-    if replayed is None or replayed.requirement != requirement:
-        run.add(Finding(requirement, failure.message, failure.trace, ENGINE, capacity=own))
+    if replayed is None:
+        run.add(Finding(failure.requirement, failure.message, failure.trace, ENGINE,
+                        capacity=own))
         return
+    failure = replayed
+    requirement = failure.requirement
     until = max(deadline, monotonic() + SHRINK_GRACE)
     observed = fails_with(subject, profile, capacity, requirement)
     small = bounded_witness(
