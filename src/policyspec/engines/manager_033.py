@@ -26,10 +26,15 @@ traffic request a model request, whose positions reach the harness's
 
 A finding is the harness's: its requirement, and its trace of actions,
 replayed and shrunk through ``Lockstep`` like every other engine's
-(``minimise.bounded_witness``). The emulation's own assertions
-(``ManagerAssertionError``), which only a wrong policy answer can trip
-once the harness has accepted it, are findings under the manager
-requirement they protect (``MANAGER_CHECKS``). A call the emulation makes
+(``minimise.bounded_witness``). The manager's own promises are checked
+beside it: chunk ids at every insert, and in every fourth example the
+chunks the manager holds and its evictable count after every scheduler
+call (``AuditedManager``); with the emulation's own assertions
+(``ManagerAssertionError``, mapped by ``MANAGER_CHECKS``) they give
+MANAGER-* findings, which stand unshrunk (the seed-era replay that shrinks
+those, ``manager_replay``, does not play request hooks). A policy answer
+that breaks one has, when the policy's requirements are fatal, already
+broken one of those, which is then the finding. A call the emulation makes
 that the model's caller contract forbids, or a ``ref_cnt`` write the
 actions cannot express, is an engine error, never a verdict: the spec or
 the emulation is wrong.
