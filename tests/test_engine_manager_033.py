@@ -170,7 +170,7 @@ def test_a_policy_without_hooks_gets_no_call_and_a_note() -> None:
 
 def test_registered_as_a_small_default_engine() -> None:
     engine = ENGINES[ENGINE]
-    assert engine.default and engine.only_for is None
+    assert engine.default and engine.only_for is None and engine.needs == "hooks"
     assert engine.share < ENGINES["manager"].share
 
 

@@ -58,6 +58,11 @@ class Engine:
     """Run only when the profile includes this registry profile (e.g. an
     engine for ``cost`` or ``seed-errors`` requirements); None: always."""
 
+    needs: str | None = None
+    """A capability the subject must have for the engine to drive it
+    (``Subject.has``); on another subject it makes no call and says so in a
+    note. None: any subject."""
+
     shardable: bool = False
     """It splits its own search space by ``EngineContext.shard`` (the
     others get a seed of their own per shard)."""
@@ -208,4 +213,4 @@ def _manager_033(ctx: EngineContext) -> EngineRun:
 
 # vLLM 0.33.0's manager (its emulation) under request traffic, for a policy
 # with the request hooks; it makes no call, with a note, on other revisions.
-register_engine(Engine("manager-0.33", _manager_033, 0.08))
+register_engine(Engine("manager-0.33", _manager_033, 0.08, needs="hooks"))
