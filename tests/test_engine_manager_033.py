@@ -217,3 +217,15 @@ def test_the_managers_own_checks_speak_when_the_policys_are_not_fatal() -> None:
 
     assert found(None) == ["HOOK-KEEPS-MEMBERSHIP"]
     assert "MANAGER-IDLE-COUNT" in found(lambda rid: rid.startswith("MANAGER-"))
+
+
+def test_a_check_gives_it_no_budget_where_it_would_make_no_call() -> None:
+    engines = ("fast", ENGINE)
+    seed_lru = run_check(subject(LRUCachePolicy), get_profile("core"), budget=1.0, seed=SEED,
+                         engines=engines)
+    assert set(seed_lru.stats["engines"]) == {"fast"}
+    assert any(note.startswith(f"{ENGINE}: not run") for note in seed_lru.notes)
+    lru033 = run_check(subject(LRU033CachePolicy), get_profile("core"), budget=1.0, seed=SEED,
+                       engines=engines)
+    assert set(lru033.stats["engines"]) == {"fast", ENGINE}
+    assert lru033.stats["engines"][ENGINE]["calls"] > 0

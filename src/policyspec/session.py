@@ -220,6 +220,10 @@ def run_check(
         e for e in ENGINES.values() if e.default
     ]
     chosen = [e for e in chosen if e.applies(profile)]
+    # An engine for a capability the subject lacks gets no share of the
+    # budget (it would make no call): the report says why it did not run.
+    unserved = [e for e in chosen if e.needs is not None and not subject.has(e.needs)]
+    chosen = [e for e in chosen if e not in unserved]
     started = time.monotonic()
     interrupted = False
     database = None
@@ -261,6 +265,9 @@ def run_check(
                                              seconds + MIN_MINIMISE_SECONDS),
                 blame_seconds=BLAME_SHARE * seconds,
             )
+    report.notes.extend(
+        f"{e.name}: not run: the policy lacks the {e.needs!r} capability it drives "
+        f"(API {subject.api})" for e in unserved)
     enforced = watchdog.enforced and (clock is None or clock.enforced)
     report.stats["jobs"] = jobs
     shard_ = options.shard
