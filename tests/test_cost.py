@@ -20,6 +20,7 @@ import pytest
 
 from policyspec.adapters import subject_for_class
 from policyspec.engines.cost import CostSettings, Measurement, measure, run_cost
+from policyspec.exits import UsageError
 from policyspec.model import operations as ops
 from policyspec.model.evict import commit_evict
 from policyspec.model.preconditions import (
@@ -140,9 +141,13 @@ def test_cost_findings_are_reported_as_should_failures_of_the_cost_profile() -> 
 
 def test_the_cost_engine_runs_only_for_profiles_that_include_cost() -> None:
     report = run_check(subject_from_class(LRUCachePolicy), get_profile("lru"), budget=0.5,
-                       engines=["cost"])
-    assert "cost" not in report.stats["engines"]
+                       engines=["cost", "fast"])
+    assert "cost" not in report.stats["engines"] and "fast" in report.stats["engines"]
     assert not any(r.id.startswith("COST-") for r in report.requirements)
+    # Alone it would make a run of no engine, which would say PASS unobserved.
+    with pytest.raises(UsageError, match="cost runs only under a profile that includes"):
+        run_check(subject_from_class(LRUCachePolicy), get_profile("lru"), budget=0.5,
+                  engines=["cost"])
 
 
 class RefusesEverything(LRUCachePolicy[Any, Any]):

@@ -24,6 +24,7 @@ from policyspec.engines.manager_033 import (
     manager_requirement,
     run_manager_033,
 )
+from policyspec.exits import UsageError
 from policyspec.harness import Lockstep
 from policyspec.model.actions import Action, by_manager, is_legal
 from policyspec.model.step import ProfileModel
@@ -229,3 +230,12 @@ def test_a_check_gives_it_no_budget_where_it_would_make_no_call() -> None:
                        engines=engines)
     assert set(lru033.stats["engines"]) == {"fast", ENGINE}
     assert lru033.stats["engines"][ENGINE]["calls"] > 0
+
+
+def test_choosing_only_engines_that_cannot_run_is_a_usage_error() -> None:
+    # A run of no engine would say PASS having made no call.
+    for engines, why in (((ENGINE,), "needs the policy's 'hooks' capability"),
+                         (("cost",), "runs only under a profile that includes 'cost'")):
+        with pytest.raises(UsageError, match=why):
+            run_check(subject(LRUCachePolicy), get_profile("core"), budget=1.0, seed=SEED,
+                      engines=engines)

@@ -224,6 +224,15 @@ def run_check(
     # budget (it would make no call): the report says why it did not run.
     unserved = [e for e in chosen if e.needs is not None and not subject.has(e.needs)]
     chosen = [e for e in chosen if e not in unserved]
+    if options.engines and not chosen:
+        # A run of no engine would report PASS having made no call.
+        raise UsageError(
+            "--engine: none of the chosen engines can check this policy: " + "; ".join(
+                f"{name} needs the policy's {ENGINES[name].needs!r} capability (API "
+                f"{subject.api})" if ENGINES[name] in unserved
+                else f"{name} runs only under a profile that includes "
+                f"{ENGINES[name].only_for!r} (not {profile.name!r})"
+                for name in options.engines))
     started = time.monotonic()
     interrupted = False
     database = None
