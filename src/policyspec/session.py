@@ -25,6 +25,8 @@ from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
 from policyspec.engines.smaller import LONG, smaller_witness
 from policyspec.exits import UsageError
+from policyspec.harness import ConformanceFailure, Lockstep
+from policyspec.harness.failures import Aborted, CallerContractError
 from policyspec.harness.lockstep import unobservable
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
@@ -431,6 +433,12 @@ def _request_level_blame(
             f"the calls of the trace fail when every other step comes from a second thread, "
             f"and pass from one thread ({message}); the spec requires the same behaviour "
             "whichever of the manager's threads calls")
+    reset = _stale_request(subject, profile, capacity, trace, requirement)
+    if reset is not None:
+        return reset, (
+            f"{message}; the trace passes once the requests that ran before its last clear() "
+            "get fresh ids after it, so the policy used their state from before the clear, "
+            "which the spec requires it to ignore")
     known = load_registry().get(requirement)
     if known is None or known.profile != "core" or requirement.startswith("HOOK-"):
         return requirement, message  # a refinement's order: hooks may move it
@@ -444,6 +452,63 @@ def _request_level_blame(
             f"{message}; the trace passes without its request hooks, so the hook at step "
             f"{step} changed what later calls see, which the spec forbids a hook to do")
     return requirement, message
+
+
+def _stale_request(
+    subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
+    requirement: str,
+) -> str | None:
+    """The refinement's clear requirement (LRU033-CLEAR-RESET, ...) when an
+    order fault is a request's state from before the trace's last clear: the
+    trace passes once every request that made a call before that clear gets
+    a fresh id after it (its key positions placed again), which is how a
+    policy must treat it (spec/request.md: state of an older generation is
+    void). The order difference itself shows later, at a finish or an
+    eviction, which ``culprit`` blames."""
+    refinement = profile.refinement
+    cuts = [i for i, a in enumerate(trace) if a[0] == "clear"]
+    known = load_registry().get(requirement)
+    if refinement is None or not cuts or known is None or known.profile != profile.name:
+        return None  # (only an exact profile's own ids: its order, and what culprit blamed)
+    cut = cuts[-1]
+
+    def request_of(action: Action) -> int | None:
+        if action[0] in _REQUEST_ACTIONS:
+            return int(action[1])
+        return int(action[3]) if action[0] == "insert" and len(action) > 3 else None
+
+    ids = {r for r in map(request_of, trace) if r is not None}
+    earlier = sorted({r for r in map(request_of, trace[:cut]) if r is not None})
+    if not earlier:
+        return None
+    fresh = {r: max(ids) + 1 + i for i, r in enumerate(earlier)}
+    placed: dict[int, dict[int, int]] = {}
+    for action in trace[:cut]:
+        if action[0] == "set_positions":
+            placed.setdefault(action[1], {}).update(dict(action[2]))
+    again = tuple(("set_positions", fresh[r], tuple(placed[r].items()))
+                  for r in earlier if placed.get(r))
+
+    def renamed(action: Action) -> Action:
+        r = request_of(action)
+        if r not in fresh:
+            return action
+        if action[0] == "insert":
+            return (*action[:3], fresh[r])
+        return (action[0], fresh[r], *action[2:])
+
+    candidate = (*trace[:cut + 1], *again, *map(renamed, trace[cut + 1:]))
+    harness = Lockstep(subject, profile, capacity)
+    try:
+        harness.run(candidate)
+    except (ConformanceFailure, Aborted, CallerContractError):
+        return None  # still failing, or outside the caller contract: no such cause
+    return None if harness.soft else refinement.culprit("clear")
+
+
+_REQUEST_ACTIONS = frozenset({
+    "set_positions", "on_store_miss", "on_request_access", "on_request_finished",
+})
 
 
 def _family(profile: Profile, requirement: str) -> frozenset[str]:
