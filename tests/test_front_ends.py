@@ -132,10 +132,12 @@ def test_check_and_pytest_give_the_same_verdict(name: str, tmp_path: Path) -> No
 def test_a_should_fails_both_only_when_strict(tmp_path: Path) -> None:
     """A correct design that breaks a SHOULD: both front ends pass it and
     show the SHOULD; both fail it, on that id, when strict."""
+    # At the quick budget: at 3 s a SHOULD first seen near the end of one
+    # process's run was missed by the other on CI's loaded machine.
     name = "correct/admission_gate.py"
-    verdict, failing, shown = _compare(name, tmp_path)
+    verdict, failing, shown = _compare(name, tmp_path, NIGHTLY_BUDGET)
     assert (verdict, failing) == ("pass", set()) and shown, (verdict, failing, shown)
-    assert _compare(name, tmp_path, strict=True) == ("fail", shown, set())
+    assert _compare(name, tmp_path, NIGHTLY_BUDGET, strict=True) == ("fail", shown, set())
 
 
 ALL = sorted(
