@@ -17,7 +17,7 @@ import importlib.util
 import statistics
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from policyspec.adapters import subject_for_class
@@ -140,9 +140,9 @@ def measure_detection(
         for faulty in chosen:
             subject = subject_for_class(_policy(faulty.path))
             started = time.monotonic()
-            options = CheckOptions(budget=budget, jobs=jobs, seed=0) if faulty.capacity is None \
-                else CheckOptions(budget=budget, jobs=jobs, seed=0, capacity=faulty.capacity,
-                                  capacity_fixed=True)
+            options = CheckOptions(budget=budget, jobs=jobs, seed=0)
+            if faulty.capacity is not None:
+                options = replace(options, capacity=faulty.capacity, capacity_fixed=True)
             report = run_check(subject, get_profile(faulty.profile), options=options)
             wall = time.monotonic() - started
             hit = next((f for f in report.failures if f.requirement == faulty.requirement), None)

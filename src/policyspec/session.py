@@ -30,7 +30,7 @@ from policyspec.harness.failures import Aborted, CallerContractError
 from policyspec.harness.lockstep import unobservable
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
-from policyspec.model.actions import Action, by_manager
+from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
 from policyspec.profiles import Profile, get_profile
 from policyspec.registry import load_registry, requirements_for
 from policyspec.report import (
@@ -473,7 +473,7 @@ def _stale_request(
     cut = cuts[-1]
 
     def request_of(action: Action) -> int | None:
-        if action[0] in _REQUEST_ACTIONS:
+        if action[0] in REQUEST_ACTIONS:
             return int(action[1])
         return int(action[3]) if action[0] == "insert" and len(action) > 3 else None
 
@@ -505,10 +505,6 @@ def _stale_request(
         return None  # still failing, or outside the caller contract: no such cause
     return None if harness.soft else refinement.culprit("clear")
 
-
-_REQUEST_ACTIONS = frozenset({
-    "set_positions", "on_store_miss", "on_request_access", "on_request_finished",
-})
 
 
 def _family(profile: Profile, requirement: str) -> frozenset[str]:

@@ -34,7 +34,6 @@ memory engines drive their request level.
 from __future__ import annotations
 
 import random
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -48,6 +47,7 @@ from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.request_source import RequestSource
 from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import ConformanceFailure, Lockstep
+from policyspec.harness.second_thread import on_second_thread
 from policyspec.harness.sightings import Sightings
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
@@ -156,7 +156,6 @@ def _run_driver(
     turns = list(sources.items())
     sightings = current_sightings()
     threads = subject.has("hooks")
-    worker: _SecondThread | None = None
     other = 0
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         size, source = turns[run.examples % len(turns)]
@@ -179,10 +178,8 @@ def _run_driver(
                 if threads and chunks % 2 == 0:
                     # Every other chunk from the manager's second thread
                     # (API-ANY-THREAD), as the harness does every other action.
-                    if worker is None:
-                        worker = _SecondThread()
                     start = done
-                    done = worker.run(partial(_play, driver, draw, runs, kinds, done, end,
+                    done = on_second_thread(partial(_play, driver, draw, runs, kinds, done, end,
                                               must, soft, size, sightings))
                     other += done - start
                 else:
@@ -198,8 +195,6 @@ def _run_driver(
             trace = _spelled(runs)
             _judge(run, subject, profile, size, trace, found, deadline, _shown(size, capacity))
         except CallTimeout:
-            worker = None  # stuck in the policy, maybe on the second thread: abandoned
-            # (its thread ends when the call does)
             trace = _spelled(runs)
             message = f"a policy call in {runs[-1]!r} did not return within the time limit"
             run.add(Finding("API-RETURNS", message, tuple(trace), ENGINE,
@@ -220,8 +215,6 @@ def _run_driver(
         kinds.clear()
         if run.findings or run.error or sightings.stopped():
             break
-    if worker is not None:
-        worker.stop()
     if other:
         run.checked["API-ANY-THREAD"] += other
     for requirement, (trace, size) in soft.items():
@@ -274,47 +267,6 @@ def _play(
         done += count
         kinds[kind] += count
     return done
-
-
-class _SecondThread:
-    """The manager's second thread: runs one chunk at a time for the engine
-    and hands back its count or its exception (calls stay serialized, as
-    under the manager's lock), until ``stop``."""
-
-    def __init__(self) -> None:
-        self._job: Callable[[], int] | None = None
-        self._result = 0
-        self._error: BaseException | None = None
-        self._start = threading.Event()
-        self._done = threading.Event()
-        threading.Thread(target=self._loop, daemon=True, name="policyspec-fast-poll").start()
-
-    def _loop(self) -> None:
-        while True:
-            self._start.wait()
-            self._start.clear()
-            job, self._job = self._job, None
-            if job is None:
-                return  # stopped
-            try:
-                self._result, self._error = job(), None
-            except BaseException as exc:  # handed to the engine's thread
-                self._error = exc
-            self._done.set()
-
-    def run(self, job: Callable[[], int]) -> int:
-        self._done.clear()
-        self._job = job
-        self._start.set()
-        self._done.wait()
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-        return self._result
-
-    def stop(self) -> None:
-        self._job = None
-        self._start.set()
 
 
 def _spelled(runs: list[Run]) -> list[Action]:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from policyspec.engines.shrink import shrink
-from policyspec.model.actions import Action, by_manager
+from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
 from policyspec.model.request import GROUP_STRIDE
 from policyspec.model.state import IDLE, IN_FLIGHT
 
@@ -363,7 +363,7 @@ def without_key(trace: Sequence[Action], key: int) -> tuple[Action, ...]:
             out.append(("touch", tuple(k for k in action[1] if k != key)))
         elif op == "evict":
             out.append(("evict", action[1], action[2] - {key}))
-        elif op in _REQUEST_CALLS:
+        elif op in REQUEST_ACTIONS:
             smaller = _without_in_request(action, key)
             if smaller is not None:
                 out.append(smaller)
@@ -371,10 +371,6 @@ def without_key(trace: Sequence[Action], key: int) -> tuple[Action, ...]:
             out.append(action)
     return tuple(out)
 
-
-_REQUEST_CALLS = frozenset({
-    "set_positions", "on_store_miss", "on_request_access", "on_request_finished",
-})
 
 
 def _without_in_request(action: Action, key: int) -> Action | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from policyspec.harness.shapes import keys_shape, set_shape
-from policyspec.model.actions import Action, expand
+from policyspec.model.actions import REQUEST_ACTIONS, Action, expand
 from policyspec.model.state import State
 
 __all__ = ["describe", "repro"]
@@ -75,10 +75,6 @@ def _passed(shape: str, keys: Sequence[int]) -> str:
     return f"[{inner}]"
 
 
-_REQUEST_CALLS = frozenset({
-    "set_positions", "on_store_miss", "on_request_access", "on_request_finished",
-})
-
 
 def repro(
     target: str, capacity: int, trace: Sequence[Action], comment: str = "", marks: bool = True
@@ -94,7 +90,7 @@ def repro(
         "key = subject.make_key",
         "blocks = {}",
     ]
-    if any(a[0] in _REQUEST_CALLS or len(a) > 3 for a in trace):
+    if any(a[0] in REQUEST_ACTIONS or len(a) > 3 for a in trace):
         lines += [
             "contexts = {}",
             "",

@@ -95,7 +95,7 @@ _SHARED = frozenset({
     "subject", "profile", "capacity", "observe", "fatal", "has_mark", "isolated",
     "has_clear", "allocator", "keys", "_next_block_id", "calls",
     "model",  # immutable: every step makes a new one
-    "threads", "_actions", "_worker",  # one second thread serves every branch in turn
+    "threads", "_actions",
     "sightings",
 })
 _COPIED = frozenset({

@@ -12,7 +12,6 @@ presence through ``get``, the argument containers) and raises a
 
 from __future__ import annotations
 
-import threading
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
@@ -24,6 +23,7 @@ from policyspec.harness.failures import (
     ProcessDied,
     failure_type,
 )
+from policyspec.harness.second_thread import on_second_thread
 from policyspec.harness.shapes import keys_shape, passed, set_shape
 from policyspec.harness.sightings import current as sightings_now
 from policyspec.harness.watchdog import CallTimeout
@@ -113,7 +113,6 @@ class Lockstep:
         """Every other action runs on a second thread (serialized), as
         0.33's poll thread calls a policy: on by default where the revision
         has the request hooks."""
-        self._worker: _Worker | None = None
         self._actions = 0
         self.sightings = sightings_now()
 
@@ -162,13 +161,10 @@ class Lockstep:
     def _on_worker(self, action: Action) -> object:
         """``_expanded`` on the second thread; its failures are raised here.
         A call that never returns there ends the run (API-RETURNS)."""
-        if self._worker is None:
-            self._worker = _Worker()
         try:
-            return self._worker.run(lambda: self._expanded(action))
+            return on_second_thread(lambda: self._expanded(action))
         except CallTimeout:
             _watch.op = None
-            self._worker = None  # stuck in the policy: abandoned
             self._fail("API-RETURNS", f"{action[0]}{action[1:]!r} did not return within the "
                        "call time limit (on the manager's second thread)")
             return None
@@ -579,40 +575,6 @@ once and the trace is shrunk with few tries (session._minimise)."""
 
 class _Stop(Exception):
     """A failure ended this call early; the model was not advanced."""
-
-
-class _Worker:
-    """The second thread: runs one function at a time for the harness and
-    hands back its result or its exception (calls stay serialized)."""
-
-    def __init__(self) -> None:
-        self._job: Callable[[], object] | None = None
-        self._result: object = None
-        self._error: BaseException | None = None
-        self._start = threading.Event()
-        self._done = threading.Event()
-        threading.Thread(target=self._loop, daemon=True, name="policyspec-poll").start()
-
-    def _loop(self) -> None:
-        while True:
-            self._start.wait()
-            self._start.clear()
-            job, self._job = self._job, None
-            try:
-                self._result, self._error = job() if job is not None else None, None
-            except BaseException as exc:  # handed to the harness's thread
-                self._result, self._error = None, exc
-            self._done.set()
-
-    def run(self, job: Callable[[], object]) -> object:
-        self._done.clear()
-        self._job = job
-        self._start.set()
-        self._done.wait()
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-        return self._result
 
 
 def _show_keys(keys: Iterable[int]) -> str:

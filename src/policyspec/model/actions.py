@@ -28,6 +28,7 @@ from policyspec.model.state import IDLE, IN_FLIGHT, State
 
 __all__ = [
     "ACTION_NAMES",
+    "REQUEST_ACTIONS",
     "Action",
     "Primitive",
     "by_manager",
@@ -66,7 +67,7 @@ def is_legal(state: State, action: Action, requests: Requests | None = None) -> 
     """Whether the caller contract allows ``action`` in ``state`` (and, for
     the request level, with these ``requests``: none opened by default)."""
     op = action[0]
-    if op in _REQUEST_LEVEL:
+    if op in REQUEST_ACTIONS:
         return _request_legal(state, requests or Requests(), action)
     if op == "insert":
         return can_insert(state, action[1], action[2])
@@ -89,9 +90,11 @@ def is_legal(state: State, action: Action, requests: Requests | None = None) -> 
     raise ValueError(f"unknown action {op!r}")
 
 
-_REQUEST_LEVEL = frozenset({
+REQUEST_ACTIONS = frozenset({
     "set_positions", "on_store_miss", "on_request_access", "on_request_finished",
 })
+"""The request-level actions (0.33's scheduler and hooks): they name a
+request, not a block, and their legality asks the open requests."""
 
 
 def _request_legal(state: State, requests: Requests, action: Action) -> bool:
