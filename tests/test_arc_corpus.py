@@ -239,6 +239,14 @@ ATTRIBUTION: list[tuple[str, Subject, int, list[Action], str]] = [
         "ARC-EVICT-GHOSTS",
     ),
     (
+        "a store miss names ghosts kept past the capacity (the trim's fault, not the store miss's)",
+        faulty("arc_v06_ghosts_bounded_by_constant"), 2,
+        [*stored(0, 1), ("evict", 1, NONE), *stored(2), ("evict", 1, NONE), *stored(3),
+         ("evict", 1, NONE), ("on_store_miss", 9, (0, 1)), *stored(4), ("touch", (4,)),
+         ("evict", 1, NONE)],
+        "ARC-EVICT-GHOSTS",
+    ),
+    (
         "a failed store leaves a ghost that a later touch learns from",
         subject_for_class(RemoveLeavesGhost), 8,
         [*stored(0, 1), ("insert", 2, -1), ("remove", 2), ("touch", (2, 2)), ("touch", (1,)),

@@ -192,3 +192,23 @@ def test_a_rank_kept_across_a_clear_is_blamed_on_the_clear() -> None:
     )
     assert failure_of(commits, profile, 64, head_first) is not None
     assert _stale_request(commits, profile, 64, head_first, "LRU033-FINISH-COMMIT") is None
+
+
+def test_keys_of_a_second_kv_group_are_renumbered_into_the_first_when_the_fault_stays() -> None:
+    # A second group's keys start at GROUP_STRIDE (16,777,216): shown as such
+    # they read as noise. The fault (the get names the second insert's key,
+    # other than the first's) ignores groups; the other needs group 1.
+    stride = 1 << 24
+    trace: list[Action] = [("insert", stride + 5, IN_FLIGHT), ("insert", 9, IN_FLIGHT),
+                           ("get", 9)]
+
+    def fails(candidate: Sequence[Action]) -> bool:
+        return len(candidate) == 3 and candidate[2][1] == candidate[1][1] != candidate[0][1]
+
+    def fails_in_group_one(candidate: Sequence[Action]) -> bool:
+        return fails(candidate) and candidate[0][1] >= stride
+
+    small, _ = bounded_witness(trace, fails, fails, 1000)
+    assert small == (("insert", 0, IN_FLIGHT), ("insert", 1, IN_FLIGHT), ("get", 1))
+    kept, _ = bounded_witness(trace, fails_in_group_one, fails_in_group_one, 1000)
+    assert kept == (("insert", stride, IN_FLIGHT), ("insert", 0, IN_FLIGHT), ("get", 0))

@@ -1,4 +1,4 @@
-"""faulty: ARC-EVICT-GHOSTS profile=arc engine=fast capacity=8 budget=10
+"""faulty: ARC-EVICT-GHOSTS profile=arc engine=fast capacity=4 budget=10
 
 Re-creates BUGS.md V6 (vLLM PR #27039 review): the ARC manager bounded its
 ghost lists and its target by a constant 10000 instead of the backend's
@@ -6,9 +6,10 @@ capacity, so on a small cache the ghosts grow far past it and the target
 learns from long-gone traffic. Here ``cache_capacity`` is kept for the
 caller but ghosts and target use the constant. A ghost list outgrows the
 capacity only once more keys than the capacity are absent at once: the
-engines get there with 8 blocks, never with 64 (their key pools are 48
-keys, or 1.5 times the capacity, and keep the cache nearly full). Hence
-``capacity=8``.
+engines get there with a few blocks, never with 64 (their key pools are 48
+keys, or 1.5 times the capacity, and keep the cache nearly full). The
+witness holds more evicted keys than the capacity, so it grows with it:
+``capacity=4`` keeps it under 25 steps (at 8 it needs about 30).
 """
 
 from typing import Any

@@ -69,8 +69,10 @@ def witness(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
                 if by_manager(managed) and len(managed) <= len(best) + MANAGED_EXTRA:
                     best = managed
                     break
-    small = renumbered(best)
-    return small if small != best and fails(small) else best
+    for small in dict.fromkeys((renumbered(best, groups=False), renumbered(best))):
+        if small != best and fails(small):
+            return small
+    return best
 
 
 def bounded_witness(
@@ -153,15 +155,16 @@ def legalized(trace: Sequence[Action], *, pad: bool = False) -> tuple[Action, ..
     return tuple(out)
 
 
-def renumbered(trace: Sequence[Action]) -> tuple[Action, ...]:
+def renumbered(trace: Sequence[Action], *, groups: bool = True) -> tuple[Action, ...]:
     """``trace`` with its keys renamed 0, 1, 2, ... in order of appearance
-    (within each KV group). Only right for a policy that does not look at
+    (within each KV group; with ``groups`` False all in group 0, whose keys
+    print as small numbers). Only right for a policy that does not look at
     key values, hence tried, never assumed."""
-    name = renumbering(trace)
+    name = renumbering(trace, groups=groups)
     return tuple(renamed(action, name) for action in trace)
 
 
-def renumbering(trace: Sequence[Action]) -> Callable[[int], int]:
+def renumbering(trace: Sequence[Action], *, groups: bool = True) -> Callable[[int], int]:
     """The key renaming ``renumbered`` applies to ``trace``, for use on
     other actions too (a metamorphic witness renames its sequence and the
     transformed one alike): keys ``trace`` does not name get the next
@@ -171,7 +174,7 @@ def renumbering(trace: Sequence[Action]) -> Callable[[int], int]:
 
     def name(k: int) -> int:
         if k not in names:
-            group = k // GROUP_STRIDE
+            group = k // GROUP_STRIDE if groups else 0
             names[k] = group * GROUP_STRIDE + counts.get(group, 0)
             counts[group] = counts.get(group, 0) + 1
         return names[k]

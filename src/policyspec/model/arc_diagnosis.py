@@ -212,7 +212,7 @@ def _blame_target(
     target alone: ARC-INSERT-T1), and the operation only when there is
     none."""
     moved = _moves_target(action, arc, history)
-    if moved == "touch":
+    if moved in _ADAPTING:
         return _blame_adaptation([*history, action], len(history), results, top, variant)
     if moved is not None:
         return moved
@@ -223,7 +223,7 @@ def _blame_target(
                 continue  # the model replay below is the cost: skip what cannot move it
             then = _model_after(history[:index], state.capacity, variant(None)).ext
             moved = _moves_target(history[index], then, history[:index])
-            if moved == "touch":
+            if moved in _ADAPTING:
                 return _blame_adaptation([*history, action], index, results, top, variant)
             if moved is not None:
                 return moved
@@ -234,15 +234,13 @@ def _blame_target(
 
 def _moves_target(action: Action, arc: ArcState, history: Sequence[Action]) -> str | None:
     """Whether ``action`` (with ``arc`` the spec's lists before it) is an
-    operation where a policy plausibly moves the target: "touch" for a touch
-    naming absent keys (judged further by ``_blame_adaptation``), the
-    requirement broken for a store miss or an insert of a ghost, else None."""
+    operation where a policy plausibly moves the target: its name for a
+    touch or a store miss naming absent keys (judged further by
+    ``_blame_adaptation``), ARC-INSERT-T1 for an insert of a ghost, else
+    None."""
     op = action[0]
-    if op == "touch":
-        return "touch" if _departed(action[1], arc, history) else None
-    if op == "on_store_miss":
-        ghosts = [k for k in action[2] if k in arc.b1 or k in arc.b2]
-        return "ARC-STORE-MISS-ADAPT" if ghosts else None
+    if op in _ADAPTING:
+        return op if _departed(_adapting_keys(action), arc, history) else None
     if op == "insert" and (action[1] in arc.b1 or action[1] in arc.b2):
         return "ARC-INSERT-T1"
     return None
@@ -260,30 +258,44 @@ def _blame_adaptation(
     variant: Variant,
 ) -> str:
     """The target is wrong after ``actions``, and ``actions[index]``, a touch
-    naming absent keys, is where it went wrong. Touched ghosts: the
-    adaptation (ARC-GHOST-ADAPT), unless the answers fit an ARC whose ghost
-    lists were never trimmed to the capacity (ARC-EVICT-GHOSTS: a longer
-    ghost list changes every adaptation's step). Only keys that are no
-    ghosts: the policy kept a ghost the spec had dropped, and the operation
-    that dropped it is named (``_provenance``)."""
+    or a store miss naming absent keys, is where it went wrong. Ghosts among
+    them: the adaptation (ARC-GHOST-ADAPT for a touch, ARC-STORE-MISS-ADAPT
+    for a store miss), unless the answers fit an ARC whose ghost lists were
+    never trimmed to the capacity (ARC-EVICT-GHOSTS: a longer ghost list
+    changes every adaptation's step, and a key trimmed away still counts as
+    a ghost). Only keys that are no ghosts: the policy kept a ghost the spec
+    had dropped, and the operation that dropped it is named
+    (``_provenance``)."""
     before = actions[:index]
     capacity = results[0].state.capacity if results else None
     arc = _model_after(before, capacity, variant(None)).ext
-    keys = actions[index][1]
+    action = actions[index]
+    keys = _adapting_keys(action)
     if any(k in arc.b1 or k in arc.b2 for k in keys):
         unbounded = _model_after(actions, capacity, variant(1 << 30)).ext
         explaining = _explaining_targets(results, top)
         spec = _grid(results[0].ext.target, top)
         if spec not in explaining and _grid(unbounded.target, top) in explaining:
             return "ARC-EVICT-GHOSTS"
-        return "ARC-GHOST-ADAPT"
+        return _ADAPTING[action[0]]
     blamed = {
         _provenance(before, k, capacity, variant(None)) for k in _departed(keys, arc, before)
     }
     for requirement in ("ARC-EVICT-GHOSTS", "ARC-REMOVE-NO-GHOST", "ARC-CLEAR-RESET"):
         if requirement in blamed:
             return requirement
-    return "ARC-TOUCH-ORDER"
+    return "ARC-TOUCH-ORDER" if action[0] == "touch" else "ARC-STORE-MISS-ADAPT"
+
+
+_ADAPTING = {"touch": "ARC-GHOST-ADAPT", "on_store_miss": "ARC-STORE-MISS-ADAPT"}
+"""The operations that adapt the target to ghosts they name, each with the
+requirement of its adaptation."""
+
+
+def _adapting_keys(action: Action) -> Sequence[int]:
+    """The keys an adapting operation names: touch(keys), and a store miss
+    (request, keys)."""
+    return tuple(action[1] if action[0] == "touch" else action[2])
 
 
 def _misplaced(results: Sequence[ProbeResult], keys: Sequence[int]) -> set[int]:
