@@ -78,3 +78,18 @@ def test_an_identity_failure_names_block_ids_and_the_inserting_step(tmp_path: Pa
     assert "block id" in failure.message and "(a copy)" in failure.message
     step = int(failure.message.split("inserted at step ")[1].split()[0])
     assert failure.trace[step - 1].startswith("insert key"), (failure.message, failure.trace)
+
+
+def test_an_exception_that_spells_a_key_shows_the_traces_key_number() -> None:
+    # v10's remove calls list.remove on its order list, whose ValueError
+    # spells the real key (bytes): the message names "key 1" instead.
+    from policyspec.engines.reproduce import failure_of
+    from policyspec.model.state import IN_FLIGHT
+
+    subject = load_subject(str(Path(__file__).parent / "faulty" / "v10_remove_drops_neighbour.py")
+                           + ":Policy")
+    trace = [("insert", 0, IN_FLIGHT), ("insert", 1, IN_FLIGHT), ("remove", 0), ("remove", 1)]
+    failure = failure_of(subject, get_profile("core"), 64, trace, observe=False)
+    assert failure is not None and failure.requirement == "API-NO-RAISE"
+    assert "raised ValueError: key 1 is not in list" in failure.message, failure.message
+    assert "\\x" not in failure.message

@@ -62,3 +62,14 @@ class KeyMap:
                 return "[" + ", ".join(str(n) for n in known) + "]"
         number = self.model(value)
         return f"key {number}" if number is not None else repr(value)
+
+    def text(self, message: str) -> str:
+        """``message`` with the repr of every real key handed out replaced by
+        its trace name (``key 3``): an exception's text often spells the key
+        the policy failed on (``b'\\xb1...' is not in list``)."""
+        for k, real in self._real.items():
+            shown = repr(real)
+            if shown in message:
+                message = message.replace(shown, f"key {k}")
+        return message
+

@@ -236,7 +236,8 @@ class ManagerMachine(CheckedMachine):
         try:
             return self.h.policy.get(self.h.key(k))
         except (Exception, SystemExit) as exc:  # the policy's own fault
-            self._fail("API-NO-RAISE", f"get(key {k}) raised {type(exc).__name__}: {exc}")
+            self._fail("API-NO-RAISE", f"get(key {k}) raised {type(exc).__name__}: "
+                       f"{self.h.keys.text(str(exc))}")
             return None
 
     def _audit(self) -> None:

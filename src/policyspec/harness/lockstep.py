@@ -239,10 +239,10 @@ class Lockstep:
 
     def _exception_text(self, exc: BaseException) -> str:
         """The exception's text, a real key in it shown as the trace's key
-        number (a KeyError carries the key itself)."""
+        number (a KeyError carries the key itself, other errors spell it)."""
         if len(exc.args) == 1 and self.keys.model(exc.args[0]) is not None:
             return self.keys.show(exc.args[0])
-        return str(exc)
+        return self.keys.text(str(exc))
 
     def _args(self, args: tuple[Any, ...]) -> str:
         return ", ".join(self.keys.show(a) for a in args)
