@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from policyspec import SPEC_VERSION, __version__
+from policyspec.steps import numbered
 
 __all__ = [
     "SCHEMA",
@@ -204,7 +205,7 @@ class Report:
                 f"  {_found(failure)}",
                 f"  minimal trace ({_steps(len(failure.trace))}, found by {failure.engine}"
                 f"{_witness(failure)}):",
-                *[f"    {i + 1}. {step}" for i, step in enumerate(failure.trace)],
+                *[f"    {line}" for line in numbered(failure.trace)],
                 "  reproduce:",
                 *[f"    {line}" for line in failure.repro.rstrip().splitlines()],
             ]

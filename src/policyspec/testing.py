@@ -20,6 +20,7 @@ import pytest
 
 from policyspec.registry import load_registry, requirements_for
 from policyspec.report import FAIL, NA, NOT_TESTED, XFAIL, Report
+from policyspec.steps import numbered
 
 __all__ = ["ConformanceSuite", "assert_requirement", "report_for"]
 
@@ -62,7 +63,7 @@ def assert_requirement(report: Report, requirement: str) -> None:
         pytest.skip(f"{requirement} is not part of profile {report.profile}")
     if status.status == FAIL:
         failure = next(f for f in report.failures if f.requirement == requirement)
-        steps = "\n".join(f"  {i + 1}. {s}" for i, s in enumerate(failure.trace))
+        steps = "\n".join(f"  {line}" for line in numbered(failure.trace))
         story = (f"{requirement} ({failure.level}): {failure.title}\n{failure.message}\n"
                  f"minimal trace:\n{steps}\nreproduce:\n{failure.repro}")
         if failure.level == "SHOULD" and not report.stats.get("strict", False):
