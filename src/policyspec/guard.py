@@ -38,6 +38,7 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import itertools
 import json
 import json.scanner
 import logging
@@ -494,6 +495,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         held_get = held.get
         idle = self._idle
         pinned = self._pinned
+        requests = self._requests
+        key_id = ids.__getitem__
+        positions_get = self._positions.get
+        gen = self._generation
         limit = _BUFFER
         for item in items:
             op = item[0]
@@ -513,7 +518,8 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
                 else:
                     idle[key] = None  # an idle key keeps its place (the caller breaks C3)
                     pinned.discard(key)
-                    add(f"[6,{found[2]},{CLOSED[_ref(found, item[2])]}")
+                    ref = item[2]
+                    add(f"[6,{found[2]},{CLOSED[ref if ref is not _MISSING else _ref(found)]}")
             elif op == 7:  # mark_non_evictable
                 key = item[1]
                 found = held_get(key)
@@ -522,7 +528,31 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
                 else:
                     if idle.pop(key, 0) is None:
                         pinned.add(key)
-                    add(f"[7,{found[2]},{CLOSED[_ref(found, item[2])]}")
+                    ref = item[2]
+                    add(f"[7,{found[2]},{CLOSED[ref if ref is not _MISSING else _ref(found)]}")
+            elif op == 1:  # insert
+                key, chunk, c, ref, after, req, position = item[1:]
+                k = ids[key]
+                r = "-1" if req is None else requests[req]
+                if position is not None:
+                    known = positions_get(r)
+                    if known is None or k not in known:
+                        self._place_one(r, k, position, out)
+                cid = NUMBERS[c] if c.__class__ is int else NUMBERS[_chunk_id(chunk)]
+                held[key] = (chunk, f"[0,{k},{cid},", k, cid)
+                if ref == 0:
+                    idle[key] = None
+                record = f"[1,{k},{cid},{_number(ref)},{r},{gen}"
+                add(f"{record},{_number(after)}]" if after != ref else record + "]")
+            elif op == 9 or op == 8:  # on_request_access, on_store_miss
+                req, keys, where = item[1:]
+                r = "-1" if req is None else requests[req]
+                named = list(map(key_id, keys))
+                if where is not None:
+                    known = positions_get(r)
+                    if known is None or not known.keys() >= set(named):
+                        self._place(r, keys, where, out)
+                add(f"[{op},{r},{gen},[{','.join(named)}]]")
             elif op == fmt.THREAD:
                 number, name = item[1], item[2]
                 add(f"[{fmt.THREAD},{number}]" if name is None else
@@ -537,24 +567,16 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
                 continue
             else:
                 self._other(item, out)
+                gen = self._generation
             if len(out) >= limit:
                 self._write()
                 out = self._out
                 add = out.append
 
     def _other(self, item: Item, out: list[str]) -> None:
-        """The encoding of the calls that are not get or mark_*."""
+        """The encoding of the rarer calls (``_encode`` has the others)."""
         op = item[0]
-        if op == fmt.INSERT:
-            k, cid, record = self._insert_call(item, out)
-            key, chunk, ref, after = item[1], item[2], item[4], item[5]
-            self._held[key] = (chunk, f"[0,{k},{cid},", k, cid)
-            if ref == 0:
-                self._idle[key] = None
-            out.append(f"{record},{_number(after)}]" if after != ref else record + "]")
-        elif op == fmt.ACCESS or op == fmt.STORE_MISS:
-            out.append(self._call_text(item, out))
-        elif op == fmt.EVICT:
+        if op == fmt.EVICT:
             out.append(self._evict_text(item))
         elif op == fmt.FINISH:
             out.append(self._call_text(item, out))
@@ -632,29 +654,45 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         if position is not None:
             known = self._positions.get(r)
             if known is None or k not in known:
-                if known is None:
-                    known = self._positions[r] = {}
-                known[k] = position
-                self._marker(out, f"[{fmt.POSITIONS},{r},[{k},{_number(position)}]]")
+                self._place_one(r, k, position, out)
         cid = NUMBERS[c] if c.__class__ is int else NUMBERS[_chunk_id(chunk)]
         return k, cid, f"[1,{k},{cid},{_number(ref)},{r},{self._generation}"
+
+    def _place_one(self, r: str, k: str, position: Any, out: list[str]) -> None:
+        """Write the position of key ``k`` in request ``r`` (not written yet)."""
+        known = self._positions.get(r)
+        if known is None:
+            known = self._positions[r] = {}
+        known[k] = position
+        self._marker(out, f"[{fmt.POSITIONS},{r},[{k},{_number(position)}]]")
 
     def _place(self, r: str, keys: Sequence[Any], where: Sequence[Any] | None,
                out: list[str]) -> list[str]:
         """The ids of ``keys``, after writing the positions the scheduler
         gave them in request ``r`` (``where``, read during the call) that
         the history does not hold yet (a ``POSITIONS`` marker)."""
-        ids = self._ids
+        found = list(map(self._ids.__getitem__, keys))
         if where is None:
-            return [ids[key] for key in keys]
+            return found
         known = self._positions.get(r)
         if known is None:
             known = self._positions[r] = {}
-        found: list[str] = []
+        distinct = set(found)
+        if known.keys().isdisjoint(distinct):  # the common cases, at C speed: all new,
+            if None not in where and len(distinct) == len(found):
+                try:
+                    texts = list(map(NUMBERS.__getitem__, where))
+                except TypeError:
+                    pass  # a position that is no number: the loop below
+                else:
+                    known.update(zip(found, where, strict=True))
+                    pairs = itertools.chain.from_iterable(zip(found, texts, strict=True))
+                    self._marker(out, f"[{fmt.POSITIONS},{r},[{','.join(pairs)}]]")
+                    return found
+        elif known.keys() >= distinct:
+            return found  # or all placed already
         new: list[str] = []
-        for key, position in zip(keys, where, strict=True):
-            k = ids[key]
-            found.append(k)
+        for k, position in zip(found, where, strict=True):
             if position is not None and k not in known:  # placed once per request
                 known[k] = position
                 try:
@@ -928,10 +966,11 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._markers += 1
 
 
-def _ref(held: _Held, ref: Any) -> Any:
-    """A ``mark_*``'s ``ref_cnt``: read during the call, or (a key the
-    call did not find held, which the encoder holds) read now."""
-    return getattr(held[0], "ref_cnt", NO_REF) if ref is _MISSING else ref
+def _ref(held: _Held) -> Any:
+    """The ``ref_cnt`` of a ``mark_*`` whose call did not find the key held
+    (which the encoder holds: a key whose eviction record it could not
+    read), read now."""
+    return getattr(held[0], "ref_cnt", NO_REF)
 
 
 def _should_ids() -> frozenset[str]:
