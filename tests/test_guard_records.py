@@ -101,3 +101,60 @@ def test_ids_are_numbered_on_first_sight_and_never_reused() -> None:
     assert ids.forget(keep={"b"}) == 2
     assert ids["a"] == "3" and ids["b"] == "1"
     assert NUMBERS[-1] == "-1" and CLOSED[12] == "12]" and NUMBERS[2.5] == "2.5"
+
+
+def test_what_the_caller_changes_after_a_call_is_recorded_as_it_was_during_it(
+        tmp_path: Path) -> None:
+    """The guard encodes its records in batches, later than the calls: what
+    the caller owns (``ref_cnt``, the key lists, the context's positions)
+    is read during the call, not when the batch is encoded."""
+    out = tmp_path / "h.jsonl"
+    guard = GuardPolicy(4, target=LRU033CachePolicy, history=out)
+    ctx = ReqContext("req-a")
+    a = Block(-1, 7)
+    keys = [b"a"]
+    guard.on_store_miss(keys, ctx)
+    ctx.set_offload_key_position(b"a", 16)  # placed after the call: not in its record
+    keys.append(b"late")  # the caller reuses its list
+    guard.insert(b"a", a, ctx)
+    a.ref_cnt = 0
+    guard.mark_evictable(b"a")
+    a.ref_cnt = 3  # after the call
+    order = [b"a"]
+    guard.touch(order, ctx)
+    order.insert(0, b"b")
+    assert guard.get(b"a") is a
+    a.ref_cnt = 1
+    assert guard.calls == 5
+    guard.close()
+    assert _records(out) == [
+        [fmt.STORE_MISS, 0, 0, [0]],
+        [fmt.POSITIONS, 0, [0, 16]],
+        [fmt.INSERT, 0, 7, -1, 0, 0],
+        [fmt.MARK_EVICTABLE, 0, 0],
+        [fmt.TOUCH, [0]],
+        [fmt.GET, 0, 7, 3],
+    ]
+
+
+def test_a_thread_marker_follows_the_positions_its_call_read(tmp_path: Path) -> None:
+    """A call from another thread: its positions marker, then the thread
+    marker, then the call (the order in which they were read)."""
+    import threading
+
+    out = tmp_path / "h.jsonl"
+    guard = GuardPolicy(4, target=LRU033CachePolicy, history=out)
+    ctx = ReqContext("req-a")
+    ctx.set_offload_key_position(b"a", 16)
+    worker = threading.Thread(target=guard.on_store_miss, args=([b"a"], ctx), name="poll")
+    worker.start()
+    worker.join()
+    guard.on_request_access([b"a"], ctx)
+    guard.close()
+    assert _records(out) == [
+        [fmt.POSITIONS, 0, [0, 16]],
+        [fmt.THREAD, 1, "poll"],
+        [fmt.STORE_MISS, 0, 0, [0]],
+        [fmt.THREAD, 0],
+        [fmt.ACCESS, 0, 0, [0]],
+    ]
