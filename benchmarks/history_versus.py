@@ -78,7 +78,7 @@ def guard_versus(old: ModuleType, ref: str, repeats: int, directory: Path,
     calls = sum(1 for name, _ in trace if name)
     bare = medians["bare"]
     say(f"1. Guard cost, {calls:,} calls of {REFERENCE_033} (the section 3 workload): the "
-        "total, every batch and the closing flush included; for a guard that encodes in "
+        "total, every buffered write and the closing flush included; for a guard that encodes in "
         "batches, also its calls alone (the total less its encoding_seconds)")
     for name, seconds in medians.items():
         say(f"   {name:<22} {seconds:6.3f} s  {seconds / calls * 1e9:5.0f} ns per call  "
