@@ -285,6 +285,15 @@ def test_a_policy_answer_in_a_hand_written_history_is_named(tmp_path: Path) -> N
     assert (core.first.requirement, core.first.call) == ("EVICT-IDLE-ONLY", 3)
 
 
+def test_a_refusal_names_the_eligible_keys_in_words(tmp_path: Path) -> None:
+    path = _history(tmp_path,
+                    [fmt.INSERT, 0, 5, -1, 0, 0], [fmt.MARK_EVICTABLE, 0, 0],
+                    [fmt.EVICT, 1, []])  # None while key 0 is idle
+    should = judge_paths([path]).profiles[0].should  # (a SHOULD of core)
+    assert [v.requirement for v in should] == ["EVICT-LIVENESS"]
+    assert "while 1 key was eligible;" in should[0].message, should[0].message
+
+
 def test_a_file_that_is_not_a_history_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

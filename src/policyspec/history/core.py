@@ -448,12 +448,12 @@ class CoreJudge:
             elif eligible >= n:
                 seen["EVICT-LIVENESS"] += 1
                 self._policy("EVICT-LIVENESS", f"evict({n}, {_keys(protected)}) returned None "
-                             f"while {eligible} keys were eligible; the spec asks for {n}")
+                             f"while {_eligible(eligible)}; the spec asks for {n}")
                 if self.ordered and not self.lru_failed:
                     seen["LRU-LIVENESS"] += 1
                     self.lru_failed = True
                     self._policy("LRU-LIVENESS", f"evict({n}, {_keys(protected)}) returned "
-                                 f"None while {eligible} keys were eligible; the lru profile "
+                                 f"None while {_eligible(eligible)}; the lru profile "
                                  f"evicts {n} of them", profile="lru")
             elif self.ordered:
                 seen["LRU-EVICT-ORDER"] += 1
@@ -692,3 +692,8 @@ def _keys(keys: Iterable[int]) -> str:
 
 def _args(rec: Sequence[Any]) -> str:
     return "(" + ", ".join(str(a) for a in rec[1:]) + ")"
+
+
+def _eligible(count: int) -> str:
+    return "1 key was eligible" if count == 1 else f"{count} keys were eligible"
+
