@@ -14,14 +14,16 @@ before its stores, inserts with its context, one finish per request);
 every other chunk of an example then runs on a second thread, as 0.33's
 poll thread calls a policy, and every other example at SMALL_CAPACITY.
 
-Unless ``--capacity`` fixes it, one example in LONG_EVERY (from the
-second on) is a long run at ``sizes.FAST_LONG_CAPACITY`` (10^5 blocks):
+Unless ``--capacity`` fixes it, one example in LONG_EVERY (from example
+LONG_FIRST on) is a long run at ``sizes.FAST_LONG_CAPACITY`` (10^5 blocks):
 LONG_STEPS actions from a long source (runs, touches, hook key lists and
 protected sets of hundreds to thousands of keys, evictions of as many),
-swept every LONG_SWEEP actions, on one thread, and cut at the engine's
-deadline. A long run's failure is played again from the same seed at the
-threshold capacities, smallest first (``_smallest_long``): the finding is
-judged at the smallest that shows it and says so (``Finding.capacity``).
+swept every LONG_SWEEP actions, on one thread, and cut at half the time the
+engine has left. A long run's failure is played again from the same seed
+at the threshold capacities, smallest first (``_smallest_long``): the
+finding is judged at the smallest that shows it and says so
+(``Finding.capacity``) when the trace is short enough for the lockstep
+harness (JUDGE_WORK), else it is a note and the size engine judges it.
 
 The engine only detects. On a failure the full ``Lockstep`` harness replays
 the trace and is the judge: it names the requirement, and ``minimise``
@@ -69,8 +71,8 @@ from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
 __all__ = [
-    "EXAMPLE_STEPS", "LONG_EVERY", "LONG_STEPS", "SMALL_CAPACITY", "SWEEP_EVERY", "count_checks",
-    "run_fast",
+    "EXAMPLE_STEPS", "LONG_EVERY", "LONG_FIRST", "LONG_STEPS", "SMALL_CAPACITY", "SWEEP_EVERY",
+    "count_checks", "run_fast",
 ]
 
 ENGINE = "fast"
@@ -88,16 +90,21 @@ does the same, engines/stateful.py)."""
 
 
 LONG_EVERY = 2048
-"""Examples from one long run to the next (the second example is the
-first): a long run takes about as long as LONG_EVERY examples of
-EXAMPLE_STEPS actions, so long runs get about half the engine's time when
-the budget allows two or more, and a quick run still gets one."""
+"""Examples from one long run to the next: a long run takes about as long
+as LONG_EVERY examples of EXAMPLE_STEPS actions."""
+LONG_FIRST = 64
+"""The example that is the first long run (the ones before it are the
+ordinary examples every budget gets); a long run in a timed run gets at
+most half the time left (``_long_example``), so the ordinary examples keep
+at least half of the engine's time."""
 LONG_STEPS = 3 * FAST_LONG_CAPACITY
 """Actions of a long run: enough to fill 10^5 blocks and work them full."""
 LONG_SWEEP = FAST_LONG_CAPACITY
 """Actions between two sweeps of a long run (a sweep gets every present key:
 with 10^5 keys, every SWEEP_EVERY actions would cost more than the actions);
 at smaller capacities, every ``capacity`` actions (at least SWEEP_EVERY)."""
+LONG_CHUNK = 4_096
+"""Actions of a long run between two looks at the clock."""
 LONG_SALT = 0x5A5E
 """Mixed into a long run's seed (``_long_seed``)."""
 
@@ -196,7 +203,7 @@ def _run_driver(
     long_keys: KeyMap | None = None
     """The real keys of long runs (made once: 10^5 of them take a while)."""
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
-        if long and run.examples % LONG_EVERY == 1:
+        if long and run.examples % LONG_EVERY == LONG_FIRST:
             if long_keys is None:
                 long_keys = KeyMap(subject.make_key)
             longs += 1
@@ -296,9 +303,11 @@ def _long_example(
     at the smallest capacity that shows it (``_smallest_long``). The most
     keys it held at once."""
     size = FAST_LONG_CAPACITY
+    now = monotonic()
+    until = now + (deadline - now) / 2 if timed else None
     runs, driver, kinds, found, peak = _play_long(subject, profile, size,
                                                   _long_seed(seed, example), must, soft,
-                                                  sightings, keymap, deadline if timed else None)
+                                                  sightings, keymap, until)
     run.calls += driver.calls
     sightings.calls += driver.calls
     run.steps += sum(kinds.values()) if found is None else len(_spelled(runs))
@@ -354,12 +363,16 @@ def _play_long(
     found: Difference | None = None
     watch.op = ENGINE
     try:
+        swept = 0
         while done < steps and (until is None or monotonic() < until):
             watch.since = monotonic()
-            done = _play(driver, source.draw, runs, kinds, done, min(steps, done + every), must,
-                         soft, size, sightings)
+            done = _play(driver, source.draw, runs, kinds, done, min(steps, done + LONG_CHUNK),
+                         must, soft, size, sightings)
             peak = max(peak, len(driver.oracle.refs))
-            driver.sweep()
+            if done - swept >= every:
+                driver.sweep()
+                swept = done
+        driver.sweep()
     except Difference as difference:
         found = difference
     except CallTimeout:

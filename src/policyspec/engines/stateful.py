@@ -8,7 +8,7 @@ failure read as a story. Bulk stores let runs reach 40+ keys quickly.
 
 Unless ``--capacity`` fixes it, each example draws its capacity first
 (``size``): mostly small (16 or the run's 64), where faults shrink to a few
-steps, and one example in four from ``sizes.CAPACITIES`` (63 to 10,000,
+steps, and one example in eight from ``sizes.CAPACITIES`` (63 to 10,000,
 the thresholds and their neighbours), where bulk rules fill hundreds to a
 thousand keys in one step and call touch, evict and the request hooks with
 thousands of keys (``sizes.LENGTHS``). A bulk rule is ordinary steps in the
@@ -148,10 +148,11 @@ class PolicyMachine(CheckedMachine):
         """The request level: what each request did in this generation."""
 
     def _harness(self) -> Lockstep:
-        """A fresh harness at this example's capacity. Above OBSERVE_MOST it
-        does not ask get of every key after every call: with hundreds of
-        keys that costs more than the rest of the example."""
-        return Lockstep(self.subject, self.profile, self.cap, observe=self.cap <= OBSERVE_MOST)
+        """A fresh harness at this example's capacity. In a large example
+        (``_bulk``) it does not ask get of every key after every call: with
+        the thousands of keys bulk rules name, that costs more than the rest
+        of the example."""
+        return Lockstep(self.subject, self.profile, self.cap, observe=not self._bulk())
 
     def _do(self, action: Action) -> None:
         note(describe(action))
@@ -175,13 +176,14 @@ class PolicyMachine(CheckedMachine):
 
     @initialize(data=st.data())
     def size(self, data: st.DataObject) -> None:
-        """The example's capacity, before any call: three times in four a
-        small one (16, then the run's), else one of ``drawn``'s large ones.
+        """The example's capacity, before any call: mostly a small one (16,
+        then the run's), one example in LARGE_ONE_IN one of ``drawn``'s
+        large ones.
         Both draws shrink to their first choice, the smallest."""
         if not self.drawn:
             return
         small = [c for c in (SMALL_CAPACITY, self.capacity) if c in self.drawn]
-        if data.draw(st.integers(0, 3), label="large capacity?") < 3:
+        if data.draw(st.integers(0, LARGE_ONE_IN - 1), label="large capacity?") > 0:
             choices = small
         else:
             choices = [c for c in self.drawn if c not in small] or small
@@ -547,11 +549,12 @@ draw shrinks to): its key pool (48) is three times that, so the cache is
 often full (a store miss, an insert that needs an evict first, evictions
 that must pick among many idle keys), and what breaks there shrinks to
 witnesses a few steps long. The run's capacity (64) is the other small
-one; one example in four draws a large one (``sizes.CAPACITIES``)."""
+one; one example in LARGE_ONE_IN draws a large one (``sizes.CAPACITIES``)."""
 
-OBSERVE_MOST = 129
-"""The largest capacity whose examples ask get of every key after every
-call (``Lockstep(observe=...)``)."""
+LARGE_ONE_IN = 8
+"""One example in this many draws a large capacity (``PolicyMachine.size``):
+a large example costs tens of small ones (its bulk rules store hundreds of
+keys, each checked by the harness after every call)."""
 
 
 def drawn_capacities(capacity: int, fixed: bool) -> tuple[int, ...]:
