@@ -302,7 +302,7 @@ class ActionSource:
         pool = self.pool
         start = int(random_() * pool)
         wanted = self._wanted() if self.long else SHORTEST + int(random_() * (RUN - SHORTEST + 1))
-        window = range(start, min(pool, start + 2 * wanted))
+        window = range(start, min(pool, start + 2 * (LONG_RUN if self.long else RUN)))
         keys = list(islice(filterfalse(refs.__contains__, window), wanted))
         if not keys:
             return None

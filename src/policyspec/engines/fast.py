@@ -201,15 +201,20 @@ def _run_driver(
     other = 0
     longs = largest = 0
     long_keys: KeyMap | None = None
+    pending: tuple[int, list[Action], Difference] | None = None
+    """A long run's failure that shows at an ordinary capacity: judged at the
+    end unless an ordinary example finds it (with a shorter witness)."""
     """The real keys of long runs (made once: 10^5 of them take a while)."""
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         if long and run.examples % LONG_EVERY == LONG_FIRST:
             if long_keys is None:
                 long_keys = KeyMap(subject.make_key)
             longs += 1
-            largest = max(largest, _long_example(run, subject, profile, capacity, seed,
-                                                 run.examples, deadline, must, soft,
-                                                 sightings, long_keys, timed=examples is None))
+            peak, later = _long_example(run, subject, profile, capacity, seed, run.examples,
+                                        deadline, must, soft, sightings, long_keys,
+                                        timed=examples is None)
+            largest = max(largest, peak)
+            pending = pending or later
             if run.findings or run.error or sightings.stopped():
                 break
             continue
@@ -270,6 +275,10 @@ def _run_driver(
         kinds.clear()
         if run.findings or run.error or sightings.stopped():
             break
+    if pending is not None and not run.findings and not run.error:
+        at, trace, seen = pending
+        _judge(run, subject, profile, at, trace, seen, deadline, _shown(at, capacity),
+               unobserved_first=True)
     if other:
         run.checked["API-ANY-THREAD"] += other
     for requirement, (trace, size) in soft.items():
@@ -298,10 +307,12 @@ def _long_example(
     example: int, deadline: float, must: set[str],
     soft: dict[str, tuple[list[Action], int]], sightings: Sightings, keymap: KeyMap, *,
     timed: bool,
-) -> int:
+) -> tuple[int, tuple[int, list[Action], Difference] | None]:
     """One long run (module text), counted in ``run``; a failure is judged
     at the smallest capacity that shows it (``_smallest_long``). The most
-    keys it held at once."""
+    keys it held at once, and a failure that shows at an ordinary capacity
+    (at most ``capacity``) for the caller to judge later: the ordinary
+    examples that come next find such a fault with a shorter witness."""
     size = FAST_LONG_CAPACITY
     now = monotonic()
     until = now + (deadline - now) / 2 if timed else None
@@ -319,6 +330,8 @@ def _long_example(
                                  keymap, max(deadline, monotonic() + SHRINK_GRACE))
         if smaller is not None:
             size, runs = smaller
+        if size <= capacity:
+            return peak, (size, _spelled(runs), found)
         if size * len(_spelled(runs)) > JUDGE_WORK:
             run.notes.append(
                 f"a long run saw {found.requirement} ({found.message[:200]}) at capacity "
@@ -328,7 +341,7 @@ def _long_example(
         else:
             _judge(run, subject, profile, size, _spelled(runs), found, deadline,
                    _shown(size, capacity), unobserved_first=True)
-    return peak
+    return peak, None
 
 
 JUDGE_WORK = 4_000_000
