@@ -65,6 +65,7 @@ __all__ = [
     "CheckedMachine",
     "MachineStats",
     "PolicyMachine",
+    "capacity_choice",
     "drawn_capacities",
     "end_example",
     "policy_machine",
@@ -182,12 +183,7 @@ class PolicyMachine(CheckedMachine):
         Both draws shrink to their first choice, the smallest."""
         if not self.drawn:
             return
-        small = [c for c in (SMALL_CAPACITY, self.capacity) if c in self.drawn]
-        if data.draw(st.integers(0, LARGE_ONE_IN - 1), label="large capacity?") > 0:
-            choices = small
-        else:
-            choices = [c for c in self.drawn if c not in small] or small
-        cap = choices[data.draw(st.integers(0, len(choices) - 1), label="capacity")]
+        cap = data.draw(capacity_choice(self.drawn, self.capacity), label="capacity")
         if cap != self.cap:
             self.cap = cap
             self.h = self._harness()
@@ -557,6 +553,30 @@ a large example costs tens of small ones (its bulk rules store hundreds of
 keys, each checked by the harness after every call)."""
 
 
+_CHOICES: dict[tuple[tuple[int, ...], int], st.SearchStrategy[int]] = {}
+
+
+def capacity_choice(drawn: tuple[int, ...], capacity: int) -> st.SearchStrategy[int]:
+    """An example's capacity from ``drawn`` (``PolicyMachine.size``): one
+    example in LARGE_ONE_IN one of the large ones, else SMALL_CAPACITY or
+    ``capacity``; both choices shrink to the smallest. Made once per
+    ``drawn`` (a handful: one per run capacity)."""
+    key = (drawn, capacity)
+    if key not in _CHOICES:
+        small = [c for c in (SMALL_CAPACITY, capacity) if c in drawn]
+        large = [c for c in drawn if c not in small] or small
+
+        @st.composite
+        def choice(draw: st.DrawFn) -> int:
+            # The last value is large, so that the draw shrinks to small (0).
+            big = draw(st.integers(0, LARGE_ONE_IN - 1)) == LARGE_ONE_IN - 1
+            pick = large if big else small
+            return pick[draw(st.integers(0, len(pick) - 1))]
+
+        _CHOICES[key] = choice()
+    return _CHOICES[key]
+
+
 def drawn_capacities(capacity: int, fixed: bool) -> tuple[int, ...]:
     """What the examples of a run at ``capacity`` draw from: nothing when
     the capacity is fixed (or not above SMALL_CAPACITY), else the two small
@@ -585,6 +605,8 @@ def run_stateful(
     if sizes:
         run.counts["largest_capacity"] = max(sizes)
         large = sum(count for cap, count in sizes.items() if cap > capacity)
+        if drawn:
+            run.counts["large_examples"] = large
         run.notes.append(f"capacities drawn per example: {large} of {sizes.total()} examples "
                          f"above {capacity}, up to {max(sizes):,}" if drawn else
                          f"every example at capacity {capacity} (fixed)")
