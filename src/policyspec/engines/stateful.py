@@ -9,9 +9,9 @@ failure read as a story. Bulk stores let runs reach 40+ keys quickly.
 Unless ``--capacity`` fixes it, each example draws its capacity first
 (``size``): mostly small (16 or the run's 64), where faults shrink to a few
 steps, and one example in eight from ``sizes.CAPACITIES`` (63 to 10,000,
-the thresholds and their neighbours), where bulk rules fill hundreds to a
-thousand keys in one step and call touch, evict and the request hooks with
-thousands of keys (``sizes.LENGTHS``). A bulk rule is ordinary steps in the
+the thresholds and their neighbours), where bulk rules store hundreds of
+keys in one step (``sizes.FILL_MOST`` at most) and call touch, evict and
+the request hooks with thousands of keys (``sizes.LENGTHS``). A bulk rule is ordinary steps in the
 trace (one insert per key...), so witnesses replay and minimise as any
 other; a finding records the capacity its example drew (``Finding.capacity``),
 and a large one is replayed at the smallest capacity that still shows it.
@@ -177,10 +177,9 @@ class PolicyMachine(CheckedMachine):
 
     @initialize(data=st.data())
     def size(self, data: st.DataObject) -> None:
-        """The example's capacity, before any call: mostly a small one (16,
-        then the run's), one example in LARGE_ONE_IN one of ``drawn``'s
-        large ones.
-        Both draws shrink to their first choice, the smallest."""
+        """The example's capacity, before any call (``capacity_choice``):
+        mostly a small one, one example in LARGE_ONE_IN a large one; the
+        draw shrinks to the smallest."""
         if not self.drawn:
             return
         cap = data.draw(capacity_choice(self.drawn, self.capacity), label="capacity")
