@@ -600,6 +600,8 @@ def run_stateful(
     run = run_machine(machine, engine="stateful", seed=seed, seconds=seconds,
                       database=database)
     until = started + seconds + max(MIN_SHRINK_SECONDS, seconds * SHRINK_SHARE)
+    if drawn and run.findings and all(_large(f, capacity) for f in run.findings):
+        run = _small_first(subject, profile, seconds, seed, capacity, database, run)
     sizes = machine.stats.capacities
     if sizes:
         run.counts["largest_capacity"] = max(sizes)
@@ -615,6 +617,37 @@ def run_stateful(
         if finding.capacity == capacity:
             finding.capacity = None  # the run's own is not repeated
     return run
+
+
+def _large(finding: Finding, capacity: int) -> bool:
+    return finding.capacity is not None and finding.capacity > capacity
+
+
+def _small_first(
+    subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int,
+    database: ExampleDatabase | None, found: EngineRun,
+) -> EngineRun:
+    """``found``, whose findings all come from large examples, or what a run
+    of small examples only finds in half the time again (at least
+    MIN_SHRINK_SECONDS): a fault that also shows at 16 or 64 blocks is
+    reported with a witness of a few steps there (a large example's trace
+    holds hundreds of stores, too long for the blame to look at), while a
+    fault that needs a size is not found and keeps its large witness."""
+    small = (SMALL_CAPACITY, capacity)
+    again = run_machine(policy_machine(subject, profile, capacity=capacity, drawn=small),
+                        engine="stateful", seed=seed, database=database,
+                        seconds=max(MIN_SHRINK_SECONDS, seconds * SHRINK_SHARE))
+    if again.error or not again.findings:
+        found.notes.append(f"no small example ({again.examples}) shows what the large "
+                           "ones found")
+        return found
+    again.checked.update(found.checked)
+    again.calls += found.calls
+    again.steps += found.steps
+    again.examples += found.examples
+    again.seconds += found.seconds
+    again.notes[:0] = found.notes
+    return again
 
 
 def _at_smallest(subject: Subject, profile: Profile, finding: Finding, until: float) -> None:
