@@ -6,7 +6,8 @@ preconditions allow, so every run stays inside the caller contract. The
 harness checks the policy after every call; ``note()`` lines make a shrunk
 failure read as a story. Bulk stores let runs reach 40+ keys quickly.
 
-Unless ``--capacity`` fixes it, each example draws its capacity first
+Unless ``--capacity`` fixes it, after a first part of small examples only
+(SMALL_SHARE of the time), each example draws its capacity first
 (``size``): mostly small (16 or the run's 64), where faults shrink to a few
 steps, and one example in eight from ``sizes.CAPACITIES`` (63 to 10,000,
 the thresholds and their neighbours), where bulk rules store hundreds of
@@ -589,28 +590,60 @@ def run_stateful(
     subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int, *,
     database: ExampleDatabase | None = None, fixed: bool = False,
 ) -> EngineRun:
-    """The stateful engine: each example at a capacity of its own
-    (``drawn_capacities``, ``PolicyMachine.size``) unless it is fixed.
+    """The stateful engine: unless the capacity is fixed, SMALL_SHARE of the
+    time small examples only, then each example at a capacity of its own
+    (``drawn_capacities``, ``PolicyMachine.size``).
     Findings at another capacity than ``capacity`` say so
     (``Finding.capacity``), so that their witness and repro run there; a
     large one is first tried at the smaller capacities (``_at_smallest``)."""
     drawn = drawn_capacities(capacity, fixed)
-    machine = policy_machine(subject, profile, capacity=capacity, drawn=drawn)
     started = time.monotonic()
-    run = run_machine(machine, engine="stateful", seed=seed, seconds=seconds,
-                      database=database)
     until = started + seconds + max(MIN_SHRINK_SECONDS, seconds * SHRINK_SHARE)
+    first: EngineRun | None = None
+    if drawn:
+        # Small examples only first, as this engine ran before sizes were
+        # drawn: what shows at 16 or 64 blocks is found there as soon (on a
+        # busy machine too) and with a witness of a few steps.
+        first = run_machine(
+            policy_machine(subject, profile, capacity=capacity, drawn=drawn[:2]),
+            engine="stateful", seed=seed, seconds=seconds * SMALL_SHARE, database=database)
+        if first.error or first.findings:
+            return _counted(first, first, capacity, (), until, subject, profile)
+    machine = policy_machine(subject, profile, capacity=capacity, drawn=drawn)
+    run = run_machine(machine, engine="stateful", seed=seed,
+                      seconds=seconds - (time.monotonic() - started), database=database)
+    if first is not None:
+        run.checked.update(first.checked)
+        run.calls += first.calls
+        run.steps += first.steps
+        run.examples += first.examples
+        run.seconds += first.seconds
     if drawn and run.findings and all(_large(f, capacity) for f in run.findings):
         run = _small_first(subject, profile, seconds, seed, capacity, database, run)
-    sizes = machine.stats.capacities
-    if sizes:
-        run.counts["largest_capacity"] = max(sizes)
-        large = sum(count for cap, count in sizes.items() if cap > capacity)
-        if drawn:
-            run.counts["large_examples"] = large
-        run.notes.append(f"capacities drawn per example: {large} of {sizes.total()} examples "
-                         f"above {capacity}, up to {max(sizes):,}" if drawn else
-                         f"every example at capacity {capacity} (fixed)")
+    return _counted(run, machine, capacity, drawn, until, subject, profile)
+
+
+SMALL_SHARE = 0.4
+"""The share of the stateful engine's time that runs small examples only
+(16 or the run's capacity, as before sizes were drawn)."""
+
+
+def _counted(
+    run: EngineRun, source: EngineRun | type[PolicyMachine], capacity: int,
+    drawn: tuple[int, ...], until: float, subject: Subject, profile: Profile,
+) -> EngineRun:
+    """``run`` with the capacities its examples drew in its counts and notes,
+    and its findings at the smallest capacity that shows them."""
+    if not isinstance(source, EngineRun):
+        sizes = source.stats.capacities
+        if sizes:
+            run.counts["largest_capacity"] = max(sizes)
+            large = sum(count for cap, count in sizes.items() if cap > capacity)
+            if drawn:
+                run.counts["large_examples"] = large
+            run.notes.append(f"capacities drawn per example: {large} of {sizes.total()} "
+                             f"examples above {capacity}, up to {max(sizes):,}" if drawn else
+                             f"every example at capacity {capacity} (fixed)")
     for finding in run.findings:
         if finding.capacity is not None and finding.capacity > capacity:
             _at_smallest(subject, profile, finding, until)
