@@ -201,10 +201,10 @@ def _run_driver(
     other = 0
     longs = largest = 0
     long_keys: KeyMap | None = None
+    """The real keys of long runs (made once: 10^5 of them take a while)."""
     pending: tuple[int, list[Action], Difference] | None = None
     """A long run's failure that shows at an ordinary capacity: judged at the
     end unless an ordinary example finds it (with a shorter witness)."""
-    """The real keys of long runs (made once: 10^5 of them take a while)."""
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         if long and run.examples % LONG_EVERY == LONG_FIRST:
             if long_keys is None:
