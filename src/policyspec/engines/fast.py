@@ -261,7 +261,8 @@ def _run_driver(
                             capacity=_shown(size, capacity)))
         except Exception as exc:  # the policy raised during a legal call
             trace = _spelled(runs)
-            raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: {exc}")
+            raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: "
+                                f"{keymap.text(str(exc))}")
             _judge(run, subject, profile, size, trace, raised, deadline,
                    _shown(size, capacity))
         finally:
@@ -392,7 +393,7 @@ def _play_long(
         found = Difference("API-RETURNS", "a policy call did not return within the time limit")
     except Exception as exc:  # the policy raised during a legal call
         found = Difference("API-NO-RAISE", f"{_brief(runs[-1])} raised {type(exc).__name__}: "
-                           f"{exc}")
+                           f"{keymap.text(str(exc))}")
     finally:
         watch.op = None
     return runs, driver, kinds, found, max(peak, len(driver.oracle.refs))
