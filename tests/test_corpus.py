@@ -152,9 +152,9 @@ def skip_reason(header: Header) -> str | None:
         profile = get_profile(header.profile)
     except ValueError:
         return f"profile {header.profile!r} is not registered"
-    if "capacity" in header.fields:
-        # Headers with their own capacity (the faulty ARCs) are run by
-        # tests/test_arc_corpus.py, which builds the policy at that capacity.
+    if "capacity" in header.fields and header.path.name.startswith("arc_"):
+        # The faulty ARCs of tests/faulty are run by tests/test_arc_corpus.py,
+        # which builds the policy at their capacity.
         return "needs its own capacity: tests/test_arc_corpus.py runs it"
     known = load_registry().get(header.requirement)
     if known is not None and known.profile not in profile.includes:
@@ -176,6 +176,7 @@ def check(
     strict: bool = False,
     engines: tuple[str, ...] | None = None,
 ) -> Report:
+    capacity = header.fields.get("capacity")
     return run_check(
         subject_for(header.path),
         get_profile(profile),
@@ -183,6 +184,7 @@ def check(
         seed=SEED,
         strict=strict,
         engines=engines,
+        **({"capacity": int(capacity)} if capacity else {}),
     )
 
 

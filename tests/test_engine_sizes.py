@@ -135,7 +135,7 @@ def test_a_stateful_size_finding_keeps_the_capacity_that_shows_it() -> None:
 SIZE_FILES = sorted(p.stem for p in Path(FAULTY).glob("size_*.py"))
 
 
-@pytest.mark.slow
+@pytest.mark.nightly  # six default checks of about a minute each: the nightly job
 @pytest.mark.parametrize("stem", SIZE_FILES)
 def test_a_default_check_catches_each_size_fault(stem: str) -> None:
     """As ``policyspec check FILE:Policy --profile P``: every default engine,

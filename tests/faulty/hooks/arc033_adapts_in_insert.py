@@ -1,4 +1,4 @@
-"""faulty: ARC-INSERT-T1 profile=arc engine=stateful also=ARC-STORE-MISS-ADAPT budget=30
+"""faulty: ARC-INSERT-T1 profile=arc engine=stateful also=ARC-STORE-MISS-ADAPT capacity=16 budget=30
 
 vLLM 0.33.0's ARC learning from a ghost hit in ``insert`` (just before it
 erases the ghost) instead of in ``on_store_miss``. The manager evicts
@@ -10,7 +10,9 @@ the shortest witness, found again at capacity 8, shows the insert. The stateful
 engine needs an eviction that makes a ghost, its key stored again and a
 later eviction the target decides: at capacity 16 that comes up within
 seconds when the machine is idle, and the corpus test gives it 30 (CI's
-machine is not).
+machine is not) at that capacity (``capacity=16``: with capacities drawn
+per example, the stateful engine alone spends much of its time on large
+examples, where this takes longer to come up).
 """
 
 from collections.abc import Iterable
