@@ -10,9 +10,9 @@ the shortest witness, found again at capacity 8, shows the insert. The stateful
 engine needs an eviction that makes a ghost, its key stored again and a
 later eviction the target decides: at capacity 16 that comes up within
 seconds when the machine is idle, and the corpus test gives it 30 (CI's
-machine is not) at that capacity (``capacity=16``: with capacities drawn
-per example, the stateful engine alone spends much of its time on large
-examples, where this takes longer to come up).
+machine is not) at that capacity (``capacity=16``: left to choose, the
+stateful engine alone spends part of its time at larger capacities, where
+this takes longer to come up).
 """
 
 from collections.abc import Iterable
