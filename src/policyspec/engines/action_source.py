@@ -26,6 +26,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import filterfalse, islice, repeat
 from typing import Any, Protocol
 
+from policyspec.engines.sizes import THRESHOLDS
 from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
 
@@ -47,6 +48,11 @@ RUN = 32
 """Most actions one ``draw`` returns."""
 SHORTEST = 8
 """Fewest actions a run of stores, loads or gets aims at."""
+LONG_RUN = 4_097
+LONG_SHORTEST = 63
+"""A long source's runs (``ActionSource(long=True)``, the fast engine's long
+runs): from LONG_SHORTEST to LONG_RUN actions or keys, half the time one of
+``sizes.THRESHOLDS`` exactly."""
 
 Run = tuple[Any, ...]
 """A run of actions of one kind, compact: ``("insert", keys, ref_cnt)``
@@ -102,10 +108,14 @@ class ActionSource:
         capacity: int,
         with_clear: bool = True,
         weights: Sequence[int] = DEFAULT_WEIGHTS,
+        long: bool = False,
     ) -> None:
         self.rng = rng
         self.pool = pool
         self.capacity = capacity
+        self.long = long
+        """Runs, touches, hook key lists and protected sets of hundreds to
+        thousands of keys, evictions of as many (``_wanted``)."""
         self.with_clear = with_clear
         self.weights = list(weights)
         if not with_clear:
@@ -240,10 +250,32 @@ class ActionSource:
             n = 1 + int(random_() * 4)
         elif roll < 0.97:
             n = int(random_() * (len(state.idle) + 2))
+            if self.long and random_() < 0.5:
+                n = min(self._wanted(), len(state.idle) + 1)
         else:
             n = len(state.idle) + 1
+        if self.long and random_() < 0.25:
+            return ("evict", n, self._protected_many(state))
         protected = frozenset([self._any_key(state) for _ in range(int(random_() * 4))])
         return ("evict", n, protected)
+
+    def _wanted(self) -> int:
+        """A long source's run length (``long``)."""
+        rng = self.rng
+        if rng.random() < 0.5:
+            return rng.choice(THRESHOLDS)
+        return LONG_SHORTEST + int(rng.random() * (LONG_RUN - LONG_SHORTEST + 1))
+
+    def _protected_many(self, state: StateView) -> frozenset[int]:
+        """A long protected set: the least recent idle keys but a few (or
+        none), then any keys, hundreds to thousands in all."""
+        wanted = self._wanted()
+        idle = state.idle
+        oldest = list(islice(idle, max(0, min(wanted, len(idle) - 1 - int(self.rng.random() * 4)))))
+        if self.rng.random() < 0.5:
+            oldest = []
+        span, random_ = self.pool + 4, self.rng.random
+        return frozenset([*oldest, *(int(random_() * span) for _ in range(wanted - len(oldest)))])
 
     def _get(self, state: StateView) -> Action | None:
         return ("get", self._any_key(state))
@@ -269,8 +301,8 @@ class ActionSource:
             return None if action is None else ("insert", [action[1]], action[2])
         pool = self.pool
         start = int(random_() * pool)
-        window = range(start, min(pool, start + 2 * RUN))
-        wanted = SHORTEST + int(random_() * (RUN - SHORTEST + 1))
+        wanted = self._wanted() if self.long else SHORTEST + int(random_() * (RUN - SHORTEST + 1))
+        window = range(start, min(pool, start + 2 * (LONG_RUN if self.long else RUN)))
         keys = list(islice(filterfalse(refs.__contains__, window), wanted))
         if not keys:
             return None
@@ -311,7 +343,8 @@ class ActionSource:
         refs = state.refs
         random_ = self.rng.random
         start = int(random_() * self.pool)
-        window = range(start, start + SHORTEST + int(random_() * (RUN - SHORTEST + 1)))
+        wanted = self._wanted() if self.long else SHORTEST + int(random_() * (RUN - SHORTEST + 1))
+        window = range(start, start + wanted)
         refs_get = refs.get
         keys = [key for key in window if refs_get(key, IN_FLIGHT) >= IDLE]
         if not keys:
@@ -336,7 +369,8 @@ class ActionSource:
         span = self.pool + 4
         # No longer than the key span: a small cache (pool + 4 < RUN) would
         # otherwise start the prefix at a negative key.
-        size = int(random_() * (min(RUN, span) + 1))
+        size = (min(self._wanted(), span) if self.long
+                else int(random_() * (min(RUN, span) + 1)))
         # The keys are a list in the run (a tuple in its action): tuples of
         # up to 19 items that die in bulk at the end of every example fill
         # CPython's tuple free lists, a few megabytes held until a full
@@ -352,7 +386,8 @@ class ActionSource:
         """A lookup: get of consecutive keys (a request's prefix)."""
         random_ = self.rng.random
         start = int(random_() * (self.pool + 4))
-        end = min(self.pool + 4, start + SHORTEST + int(random_() * (RUN - SHORTEST + 1)))
+        wanted = self._wanted() if self.long else SHORTEST + int(random_() * (RUN - SHORTEST + 1))
+        end = min(self.pool + 4, start + wanted)
         return ("get", list(range(start, end))) if end > start else None
 
     def _group(self, groups: list[list[int]]) -> list[int] | None:

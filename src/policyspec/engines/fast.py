@@ -14,6 +14,17 @@ before its stores, inserts with its context, one finish per request);
 every other chunk of an example then runs on a second thread, as 0.33's
 poll thread calls a policy, and every other example at SMALL_CAPACITY.
 
+Unless ``--capacity`` fixes it, one example in LONG_EVERY (from example
+LONG_FIRST on) is a long run at ``sizes.FAST_LONG_CAPACITY`` (10^5 blocks):
+LONG_STEPS actions from a long source (runs, touches, hook key lists and
+protected sets of hundreds to thousands of keys, evictions of as many),
+swept every LONG_SWEEP actions, on one thread, and cut at half the time the
+engine has left. A long run's failure is played again from the same seed
+at the threshold capacities, smallest first (``_smallest_long``): the
+finding is judged at the smallest that shows it and says so
+(``Finding.capacity``) when the trace is short enough for the lockstep
+harness (JUDGE_WORK), else it is a note and the size engine judges it.
+
 The engine only detects. On a failure the full ``Lockstep`` harness replays
 the trace and is the judge: it names the requirement, and ``minimise``
 (the generic shrinker plus steps that know about keys and evictions) shrinks
@@ -46,6 +57,7 @@ from policyspec.engines.oracle import FastOracle
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.request_source import RequestSource
 from policyspec.engines.result import EngineRun, Finding
+from policyspec.engines.sizes import CAPACITIES, FAST_LONG_CAPACITY
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.second_thread import on_second_thread
 from policyspec.harness.sightings import Sightings
@@ -58,7 +70,10 @@ from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
-__all__ = ["EXAMPLE_STEPS", "SMALL_CAPACITY", "SWEEP_EVERY", "count_checks", "run_fast"]
+__all__ = [
+    "EXAMPLE_STEPS", "LONG_EVERY", "LONG_FIRST", "LONG_STEPS", "SMALL_CAPACITY", "SWEEP_EVERY",
+    "count_checks", "run_fast",
+]
 
 ENGINE = "fast"
 EXAMPLE_STEPS = 500
@@ -72,6 +87,26 @@ run's capacity is not fixed): a hook fault that shows only in a full
 cache (a store miss that makes room) then shrinks to a witness of a few
 tens of steps instead of one that fills 64 blocks (the stateful engine
 does the same, engines/stateful.py)."""
+
+
+LONG_EVERY = 2048
+"""Examples from one long run to the next: a long run takes about as long
+as LONG_EVERY examples of EXAMPLE_STEPS actions."""
+LONG_FIRST = 64
+"""The example that is the first long run (the ones before it are the
+ordinary examples every budget gets); a long run in a timed run gets at
+most half the time left (``_long_example``), so the ordinary examples keep
+at least half of the engine's time."""
+LONG_STEPS = 3 * FAST_LONG_CAPACITY
+"""Actions of a long run: enough to fill 10^5 blocks and work them full."""
+LONG_SWEEP = FAST_LONG_CAPACITY
+"""Actions between two sweeps of a long run (a sweep gets every present key:
+with 10^5 keys, every SWEEP_EVERY actions would cost more than the actions);
+at smaller capacities, every ``capacity`` actions (at least SWEEP_EVERY)."""
+LONG_CHUNK = 4_096
+"""Actions of a long run between two looks at the clock."""
+LONG_SALT = 0x5A5E
+"""Mixed into a long run's seed (``_long_seed``)."""
 
 
 def run_fast(
@@ -102,7 +137,7 @@ def run_fast(
             small = _source(subject, rng, _pool(SMALL_CAPACITY), SMALL_CAPACITY, requests=True)
             sources = {SMALL_CAPACITY: small, capacity: source}
         _run_driver(run, subject, profile, capacity, sources, started + seconds, steps,
-                    examples)
+                    examples, seed=seed, long=not fixed)
     else:
         run.notes.append(
             f"no fast oracle for the {profile.name} refinement: every action runs through the "
@@ -121,14 +156,17 @@ def _pool(capacity: int) -> int:
 
 
 def _source(
-    subject: Subject, rng: random.Random, pool: int, capacity: int, *, requests: bool
+    subject: Subject, rng: random.Random, pool: int, capacity: int, *, requests: bool,
+    long: bool = False,
 ) -> ActionSource:
     """Request traffic where the manager calls the request hooks (and
-    ``requests``: the fast path), else the seed era's."""
+    ``requests``: the fast path), else the seed era's; ``long``: a long
+    run's source."""
     with_clear = subject.has("clear")
     if requests and subject.has("hooks") and subject.make_request is not None:
-        return RequestSource(rng, pool=pool, capacity=capacity, with_clear=with_clear)
-    return ActionSource(rng, pool=pool, capacity=capacity, with_clear=with_clear)
+        return RequestSource(rng, pool=pool, capacity=capacity, with_clear=with_clear,
+                             long=long)
+    return ActionSource(rng, pool=pool, capacity=capacity, with_clear=with_clear, long=long)
 
 
 # -- the fast path ---------------------------------------------------------------
@@ -143,9 +181,13 @@ def _run_driver(
     deadline: float,
     steps: int,
     examples: int | None,
+    *,
+    seed: int = 0,
+    long: bool = False,
 ) -> None:
     """Examples of ``steps`` actions until ``deadline`` (or ``examples`` of
-    them), each from the next source in turn (capacity -> its source)."""
+    them), each from the next source in turn (capacity -> its source);
+    with ``long``, one in LONG_EVERY is a long run (``_long_example``)."""
     keymap = KeyMap(subject.make_key)
     keys = keymap.reals(range(max(source.pool for source in sources.values()) + 4))
     model_of = keymap.index
@@ -157,7 +199,25 @@ def _run_driver(
     sightings = current_sightings()
     threads = subject.has("hooks")
     other = 0
+    longs = largest = 0
+    long_keys: KeyMap | None = None
+    """The real keys of long runs (made once: 10^5 of them take a while)."""
+    pending: tuple[int, list[Action], Difference] | None = None
+    """A long run's failure that shows at an ordinary capacity: judged at the
+    end unless an ordinary example finds it (with a shorter witness)."""
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
+        if long and run.examples % LONG_EVERY == LONG_FIRST:
+            if long_keys is None:
+                long_keys = KeyMap(subject.make_key)
+            longs += 1
+            peak, later = _long_example(run, subject, profile, capacity, seed, run.examples,
+                                        deadline, must, soft, sightings, long_keys,
+                                        timed=examples is None)
+            largest = max(largest, peak)
+            pending = pending or later
+            if run.findings or run.error or sightings.stopped():
+                break
+            continue
         size, source = turns[run.examples % len(turns)]
         draw = source.draw
         if isinstance(source, RequestSource):
@@ -216,11 +276,20 @@ def _run_driver(
         kinds.clear()
         if run.findings or run.error or sightings.stopped():
             break
+    if pending is not None and not run.findings and not run.error:
+        at, trace, seen = pending
+        _judge(run, subject, profile, at, trace, seen, deadline, _shown(at, capacity),
+               unobserved_first=True)
     if other:
         run.checked["API-ANY-THREAD"] += other
     for requirement, (trace, size) in soft.items():
         _judge(run, subject, profile, size, trace, Difference(requirement, "soft"), deadline,
                _shown(size, capacity))
+    if longs:
+        run.counts["long_runs"] = longs
+        run.counts["largest_keys"] = largest
+        run.notes.append(f"{longs} long runs at capacity {FAST_LONG_CAPACITY:,}, up to "
+                         f"{largest:,} keys at once")
     if samples:
         run.counts["mean_keys"] = round(sizes / samples)
         run.counts["mean_idle"] = round(idles / samples)
@@ -228,6 +297,131 @@ def _run_driver(
             f"states reached: {sizes / samples:.0f} keys and {idles / samples:.0f} idle on "
             f"average (capacity {capacity})"
         )
+
+
+def _long_seed(seed: int, example: int) -> int:
+    return (seed * 1_000_003 + example) ^ LONG_SALT
+
+
+def _long_example(
+    run: EngineRun, subject: Subject, profile: Profile, capacity: int, seed: int,
+    example: int, deadline: float, must: set[str],
+    soft: dict[str, tuple[list[Action], int]], sightings: Sightings, keymap: KeyMap, *,
+    timed: bool,
+) -> tuple[int, tuple[int, list[Action], Difference] | None]:
+    """One long run (module text), counted in ``run``; a failure is judged
+    at the smallest capacity that shows it (``_smallest_long``). The most
+    keys it held at once, and a failure that shows at an ordinary capacity
+    (at most ``capacity``) for the caller to judge later: the ordinary
+    examples that come next find such a fault with a shorter witness."""
+    size = FAST_LONG_CAPACITY
+    now = monotonic()
+    until = now + (deadline - now) / 2 if timed else None
+    runs, driver, kinds, found, peak = _play_long(subject, profile, size,
+                                                  _long_seed(seed, example), must, soft,
+                                                  sightings, keymap, until)
+    run.calls += driver.calls
+    sightings.calls += driver.calls
+    run.steps += sum(kinds.values()) if found is None else len(_spelled(runs))
+    run.examples += 1
+    count_checks(run, driver, kinds)
+    if found is not None:
+        sightings.saw(found.requirement, driver.calls)
+        smaller = _smallest_long(subject, profile, seed, example, found.requirement, must,
+                                 keymap, max(deadline, monotonic() + SHRINK_GRACE))
+        if smaller is not None:
+            size, runs = smaller
+        if size <= capacity:
+            return peak, (size, _spelled(runs), found)
+        if size * len(_spelled(runs)) > JUDGE_WORK:
+            run.notes.append(
+                f"a long run saw {found.requirement} ({found.message[:200]}) at capacity "
+                f"{size:,}, the smallest threshold capacity that showed it: its trace of "
+                f"{len(_spelled(runs)):,} actions is too long to judge in lockstep here (the "
+                "size engine judges faults of that size)")
+        else:
+            _judge(run, subject, profile, size, _spelled(runs), found, deadline,
+                   _shown(size, capacity), unobserved_first=True)
+    return peak, None
+
+
+JUDGE_WORK = 4_000_000
+"""The longest trace times capacity a long run's failure is judged at: the
+lockstep harness checks every block after every call, so a replay costs
+about that (seconds at this bound; minutes for a trace that fills 4,097
+blocks)."""
+
+
+def _play_long(
+    subject: Subject, profile: Profile, size: int, seed: int, must: set[str],
+    soft: dict[str, tuple[list[Action], int]], sightings: Sightings, keymap: KeyMap,
+    until: float | None,
+) -> tuple[list[Run], Driver, Counter[str], Difference | None, int]:
+    """A long run's example at ``size`` from ``seed``: its runs, driver and
+    counts, its first MUST difference (None: it passed) and the most keys
+    it held at once. Stops at ``until`` (a shorter example, not a failure)."""
+    rng = random.Random(seed)
+    source = _source(subject, rng, _pool(size), size, requests=True, long=True)
+    if isinstance(source, RequestSource):
+        source.begin()
+    keys = keymap.reals(range(source.pool + 4))  # the same real key for a key at every size
+    driver = Driver(subject, size, keys, keymap.index, profile.refinement)
+    runs: list[Run] = []
+    kinds: Counter[str] = Counter()
+    # At a smaller size, more actions per block than at FAST_LONG_CAPACITY
+    # (room to fill the cache and work it full), and a trace the harness
+    # can still judge (JUDGE_WORK).
+    steps = min(LONG_STEPS, max(4 * EXAMPLE_STEPS, 8 * size))
+    every = max(SWEEP_EVERY, min(size, LONG_SWEEP))
+    done = peak = 0
+    found: Difference | None = None
+    watch.op = ENGINE
+    try:
+        swept = 0
+        while done < steps and (until is None or monotonic() < until):
+            watch.since = monotonic()
+            done = _play(driver, source.draw, runs, kinds, done, min(steps, done + LONG_CHUNK),
+                         must, soft, size, sightings)
+            peak = max(peak, len(driver.oracle.refs))
+            if done - swept >= every:
+                driver.sweep()
+                swept = done
+        driver.sweep()
+    except Difference as difference:
+        found = difference
+    except CallTimeout:
+        found = Difference("API-RETURNS", "a policy call did not return within the time limit")
+    except Exception as exc:  # the policy raised during a legal call
+        found = Difference("API-NO-RAISE", f"{_brief(runs[-1])} raised {type(exc).__name__}: "
+                           f"{keymap.text(str(exc))}")
+    finally:
+        watch.op = None
+    return runs, driver, kinds, found, max(peak, len(driver.oracle.refs))
+
+
+def _smallest_long(
+    subject: Subject, profile: Profile, seed: int, example: int, requirement: str,
+    must: set[str], keymap: KeyMap, until: float,
+) -> tuple[int, list[Run]] | None:
+    """The long run of ``example`` played again at each threshold capacity
+    below FAST_LONG_CAPACITY, smallest first, until one shows
+    ``requirement`` (its capacity and runs) or ``until``; None: none did
+    (the finding stays at FAST_LONG_CAPACITY)."""
+    for size in (SMALL_CAPACITY, 64, *CAPACITIES):
+        if size >= FAST_LONG_CAPACITY or monotonic() >= until:
+            return None
+        runs, _, _, found, _ = _play_long(subject, profile, size, _long_seed(seed, example), must,
+                                          {}, Sightings(monotonic()), keymap, until)
+        if found is not None and found.requirement == requirement:
+            return size, runs
+    return None
+
+
+def _brief(run: Run) -> str:
+    """A run named without its thousands of keys."""
+    if run[0] == "evict":
+        return f"evict({run[1]}, <{len(run[2])} protected keys>)"
+    return f"{run[0]} of {len(run[1]) if isinstance(run[1], list) else 1} keys"
 
 
 def _shown(size: int, capacity: int) -> int | None:
@@ -368,20 +562,26 @@ def _judge(
     found: Difference,
     deadline: float,
     shown: int | None = None,
+    *,
+    unobserved_first: bool = False,
 ) -> None:
     """Replay ``trace`` in the full harness; report what it finds, shrunk
     until the engine's ``deadline`` (at least SHRINK_GRACE seconds). A
     SHOULD failure is replayed with only that requirement fatal. ``shown``:
-    the capacity the finding says it runs at (None: the run's)."""
+    the capacity the finding says it runs at (None: the run's).
+    ``unobserved_first``: replay without get of every key first (a long
+    run's trace names thousands of keys)."""
     watch.op = None
     fatal = None
     known = load_registry().get(found.requirement)
     if known is not None and known.level != "MUST":
         wanted = found.requirement
         fatal = lambda rid: rid == wanted  # noqa: E731
-    failure = failure_of(subject, profile, capacity, trace, fatal=fatal)
+    failure = failure_of(subject, profile, capacity, trace, fatal=fatal,
+                         observe=not unobserved_first)
     if failure is None:
-        failure = failure_of(subject, profile, capacity, trace, observe=False, fatal=fatal)
+        failure = failure_of(subject, profile, capacity, trace, fatal=fatal,
+                             observe=unobserved_first)
     if failure is None:
         run.error = (
             f"the fast engine saw {found.requirement} ({found.message}) after {len(trace)} "
@@ -392,7 +592,8 @@ def _judge(
     requirement = failure.requirement
     until = max(deadline, monotonic() + SHRINK_GRACE)
     small = _shrink(subject, profile, capacity, failure.trace, requirement, until)
-    confirmed = failure_of(subject, profile, capacity, small, fatal=lambda r: r == requirement)
+    confirmed = failure_of(subject, profile, capacity, small, fatal=lambda r: r == requirement,
+                           observe=not unobserved_first)
     message = confirmed.message if confirmed is not None else failure.message
     run.add(Finding(requirement, message, small, ENGINE, shrunk=True, capacity=shown))
 

@@ -70,9 +70,10 @@ class RequestSource(ActionSource):
         capacity: int,
         with_clear: bool = True,
         weights: Sequence[int] = REQUEST_WEIGHTS,
+        long: bool = False,
     ) -> None:
         super().__init__(rng, pool=pool, capacity=capacity, with_clear=with_clear,
-                         weights=weights[:-1])
+                         weights=weights[:-1], long=long)
         weights = [*self.weights, weights[-1]]
         self._run_tables(
             (self._request_store, self._finish_run, self._remove_run, self._request_read,
@@ -166,8 +167,9 @@ class RequestSource(ActionSource):
             keys = offered
         else:
             start = int(random_() * pool)
-            offered = list(range(start, min(pool, start + SHORTEST
-                                            + int(random_() * (RUN - SHORTEST + 1)))))
+            wanted = (self._wanted() if self.long
+                      else SHORTEST + int(random_() * (RUN - SHORTEST + 1)))
+            offered = list(range(start, min(pool, start + wanted)))
             keys = list(filterfalse(refs.__contains__, offered))
         r = self._request()
         if len(keys) < len(offered):

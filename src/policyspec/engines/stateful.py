@@ -5,12 +5,24 @@ rule is a caller action whose arguments are drawn only from what the model's
 preconditions allow, so every run stays inside the caller contract. The
 harness checks the policy after every call; ``note()`` lines make a shrunk
 failure read as a story. Bulk stores let runs reach 40+ keys quickly.
+
+Unless ``--capacity`` fixes it, after a first part of small examples only
+(SMALL_SHARE of the time), each example draws its capacity first
+(``size``): mostly small (16 or the run's 64), where faults shrink to a few
+steps, and one example in eight from ``sizes.CAPACITIES`` (63 to 10,000,
+the thresholds and their neighbours), where bulk rules store hundreds of
+keys in one step (``sizes.FILL_MOST`` at most) and call touch, evict and
+the request hooks with thousands of keys (``sizes.LENGTHS``). A bulk rule is ordinary steps in the
+trace (one insert per key...), so witnesses replay and minimise as any
+other; a finding records the capacity its example drew (``Finding.capacity``),
+and a large one is replayed at the smallest capacity that still shows it.
 """
 
 from __future__ import annotations
 
 import gc
 import math
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -26,25 +38,36 @@ from hypothesis.internal.conjecture import engine as conjecture_engine
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     get_state_machine_test,
+    initialize,
     precondition,
     rule,
 )
 
 from policyspec.engines.render import describe
+from policyspec.engines.reproduce import failure_of
 from policyspec.engines.result import EngineRun, Finding
+from policyspec.engines.sizes import (
+    CAPACITIES,
+    FILL_MOST,
+    LENGTHS,
+    peak_keys,
+    sizes_up_to,
+    smaller_capacities,
+)
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.model.actions import Action
 from policyspec.model.request import group_of
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
-from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
 __all__ = [
     "CheckedMachine",
     "MachineStats",
     "PolicyMachine",
+    "capacity_choice",
+    "drawn_capacities",
     "end_example",
     "policy_machine",
     "run_machine",
@@ -87,6 +110,8 @@ class MachineStats:
     steps: int = 0
     examples: int = 0
     soft: list[ConformanceFailure] = field(default_factory=list)
+    capacities: Counter[int] = field(default_factory=Counter)
+    """Examples run at each capacity (the policy machine's)."""
 
 
 class CheckedMachine(RuleBasedStateMachine):
@@ -102,28 +127,83 @@ class PolicyMachine(CheckedMachine):
     subject: ClassVar[Subject]
     profile: ClassVar[Profile]
     capacity: ClassVar[int] = 64
+    """The capacity of every example when ``drawn`` is empty, else the
+    largest of the small ones."""
+    drawn: ClassVar[tuple[int, ...]] = ()
+    """The capacities an example draws from (``size``); empty: fixed."""
     pool: ClassVar[int] = 48
-    """Keys are drawn from 0..pool-1 (plus a few never inserted)."""
+    """Keys are drawn from 0..pool-1 (plus a few never inserted); bulk rules
+    add keys from pool + 4 on (``_fresh``)."""
     stats: ClassVar[MachineStats]
 
     def __init__(self) -> None:
         super().__init__()
-        self.h = Lockstep(self.subject, self.profile, self.capacity)
+        self.cap = self.capacity
+        """This example's capacity (``size`` may draw another)."""
+        self.h = self._harness()
         self.stats.examples += 1
+        self.next_key = self.pool + 4
+        """The next key no one has named (bulk fills, pads of long calls)."""
         self.inserted: set[int] = set()
         """Keys inserted so far (for touch: see ``_departed``)."""
         self.visits: dict[int, _Visit] = {}
         """The request level: what each request did in this generation."""
+
+    def _harness(self) -> Lockstep:
+        """A fresh harness at this example's capacity. In a large example
+        (``_bulk``) it does not ask get of every key after every call: with
+        the thousands of keys bulk rules name, that costs more than the rest
+        of the example."""
+        return Lockstep(self.subject, self.profile, self.cap, observe=not self._bulk())
 
     def _do(self, action: Action) -> None:
         note(describe(action))
         self.stats.steps += 1
         if action[0] == "insert":
             self.inserted.add(action[1])
-        self.h.apply(action)
+        try:
+            self.h.apply(action)
+        except ConformanceFailure as failure:
+            _stamp(failure, self.cap)
+            raise
+        except Aborted as aborted:
+            _stamp(aborted.failure, self.cap)
+            raise
 
     def teardown(self) -> None:
+        self.stats.capacities[self.cap] += 1
+        for failure in self.h.soft:
+            _stamp(failure, self.cap)
         end_example(self.stats, self.h)
+
+    @initialize(data=st.data())
+    def size(self, data: st.DataObject) -> None:
+        """The example's capacity, before any call (``capacity_choice``):
+        mostly a small one, one example in LARGE_ONE_IN a large one; the
+        draw shrinks to the smallest."""
+        if not self.drawn:
+            return
+        cap = data.draw(capacity_choice(self.drawn, self.capacity), label="capacity")
+        if cap != self.cap:
+            self.cap = cap
+            self.h = self._harness()
+        note(f"capacity {cap}")
+
+    def _bulk(self) -> bool:
+        """Whether this example has the bulk rules: a large capacity."""
+        return self.cap > self.capacity
+
+    def _fresh(self, count: int) -> list[int]:
+        """``count`` keys never named before in this example."""
+        start = self.next_key
+        self.next_key += count
+        return list(range(start, start + count))
+
+    def _length(self, data: st.DataObject, most: int, label: str) -> int:
+        """A long call's length: a threshold of ``sizes.LENGTHS`` up to
+        ``most``, smallest first."""
+        choices = sizes_up_to(LENGTHS, most)
+        return choices[data.draw(st.integers(0, len(choices) - 1), label=label)]
 
     # -- helpers ----------------------------------------------------------
 
@@ -143,7 +223,7 @@ class PolicyMachine(CheckedMachine):
         return sorted(k for k in self.inserted if k not in refs)
 
     def _room(self) -> bool:
-        return len(self.h.state.refs) < min(self.pool, self.capacity)
+        return len(self.h.state.refs) < self.cap and bool(self._absent())
 
     # -- rules --------------------------------------------------------------
 
@@ -159,7 +239,7 @@ class PolicyMachine(CheckedMachine):
     @rule(data=st.data())
     def store_many(self, data: st.DataObject) -> None:
         """A request stores a run of blocks and most of them complete."""
-        room = min(self.pool, self.capacity) - len(self.h.state.refs)
+        room = min(len(self._absent()), self.cap - len(self.h.state.refs))
         count = data.draw(st.integers(1, min(room, 24)), label="count")
         keys = self._absent()[:count]
         done = data.draw(st.integers(0, len(keys)), label="completed")
@@ -218,6 +298,55 @@ class PolicyMachine(CheckedMachine):
         protected = frozenset(_draw_many(data, candidates, 6, "protected"))
         self._do(("evict", n, protected))
 
+    # -- bulk rules, in large examples (``_bulk``): sizes.py ------------------
+
+    @precondition(lambda self: self._bulk()
+                  and len(self.h.state.refs) < min(self.cap, FILL_MOST))
+    @rule(data=st.data())
+    def store_bulk(self, data: st.DataObject) -> None:
+        """Hundreds to a thousand new keys stored in one step (each insert
+        and completion its own step of the trace); the last ``busy`` stay
+        in flight."""
+        room = min(self.cap, FILL_MOST) - len(self.h.state.refs)
+        keys = self._fresh(self._length(data, room, "count"))
+        busy = data.draw(st.integers(0, min(3, len(keys))), label="in flight")
+        for key in keys:
+            self._do(("insert", key, IN_FLIGHT))
+        for key in keys[: len(keys) - busy]:
+            self._do(("finish_store", key))
+
+    @precondition(lambda self: self._bulk())
+    @rule(data=st.data())
+    def touch_bulk(self, data: st.DataObject) -> None:
+        """A touch of hundreds to thousands of keys: the least recent idle
+        keys, or every present key (busy ones included) in a drawn order,
+        padded with keys never stored."""
+        length = self._length(data, max(LENGTHS), "length")
+        if data.draw(st.booleans(), label="every present key?"):
+            keys = sorted(self.h.state.refs)
+            random.Random(data.draw(st.integers(0, 255), label="order")).shuffle(keys)
+        else:
+            keys = list(self.h.state.idle)
+        keys = keys[:length]
+        self._do(("touch", (*keys, *self._fresh(length - len(keys)))))
+
+    @precondition(lambda self: self._bulk() and bool(self.h.state.idle))
+    @rule(data=st.data())
+    def evict_bulk(self, data: st.DataObject) -> None:
+        """An eviction of hundreds to thousands of keys (up to one more than
+        are idle), or of a few with a protected set of hundreds to
+        thousands: the least recent idle keys, padded with keys never
+        stored."""
+        idle = list(self.h.state.idle)
+        if data.draw(st.booleans(), label="many victims?"):
+            n = self._length(data, len(idle) + 1, "n")
+            self._do(("evict", n, frozenset()))
+            return
+        length = self._length(data, max(LENGTHS), "protected")
+        guarded = idle[: min(length, len(idle) - 1)]
+        n = data.draw(st.integers(1, 3), label="n")
+        self._do(("evict", n, frozenset((*guarded, *self._fresh(length - len(guarded))))))
+
     @rule(data=st.data())
     def get(self, data: st.DataObject) -> None:
         key = data.draw(st.integers(0, self.pool + 3), label="key")
@@ -256,6 +385,27 @@ class PolicyMachine(CheckedMachine):
             return
         absent = self._absent()
         keys = absent[: data.draw(st.integers(1, min(len(absent), 12)), label="count")]
+        self._offer(r, keys)
+        self._store_request(r, keys, keys)
+
+    @precondition(lambda self: self.subject.has("hooks") and self._bulk())
+    @rule(data=st.data())
+    def request_stores_many(self, data: st.DataObject) -> None:
+        """``request_stores`` of a long prompt: thousands of new keys
+        offered to the hooks in one call each, the first ones stored (as
+        many as fit within FILL_MOST keys)."""
+        r = data.draw(st.integers(0, REQUESTS - 1), label="request")
+        if self._visit(r).finished:
+            return
+        keys = self._fresh(self._length(data, max(LENGTHS), "count"))
+        room = max(0, min(self.cap, FILL_MOST) - len(self.h.state.refs))
+        self._offer(r, keys)
+        self._store_request(r, keys, keys[:room])
+
+    def _offer(self, r: int, keys: Sequence[int]) -> None:
+        """A store's report to the hooks: the positions placed (some keys
+        get none), the new misses, the first-seen keys."""
+        visit = self._visit(r)
         placed = tuple((k, 16 * (k + 1)) for k in keys if k % 5)
         if placed:
             self._do(("set_positions", r, placed))
@@ -264,14 +414,21 @@ class PolicyMachine(CheckedMachine):
             self._do(("on_store_miss", r, misses))
             visit.missed.update(misses)
         self._see(r, keys)
-        need = len(self.h.state.refs) + len(keys) - self.capacity
+
+    def _store_request(self, r: int, keys: Sequence[int], stored: Sequence[int]) -> None:
+        """The end of a request's store (``request_stores``): room made by
+        evict with every offered key protected, then the inserts of
+        ``stored`` (a prefix of ``keys``: a bulk store keeps the example's
+        keys within FILL_MOST)."""
+        visit = self._visit(r)
+        need = len(self.h.state.refs) + len(stored) - self.cap
         if need > 0:
             if need > len(self.h.state.idle):
                 return  # the manager refuses before it asks the policy
             self._do(("evict", need, frozenset(keys)))
-            if len(self.h.state.refs) + len(keys) > self.capacity:
+            if len(self.h.state.refs) + len(stored) > self.cap:
                 return  # evict refused: so does prepare_store
-        for k in keys:
+        for k in stored:
             self._do(("insert", k, IN_FLIGHT, r))
             visit.inserted.add(k)
 
@@ -367,13 +524,15 @@ def _pick(data: st.DataObject, keys: list[int], label: str) -> int:
 
 def policy_machine(
     subject: Subject, profile: Profile, *, capacity: int = 64, pool: int = 48,
-    base: type[PolicyMachine] = PolicyMachine,
+    base: type[PolicyMachine] = PolicyMachine, drawn: tuple[int, ...] = (),
 ) -> type[PolicyMachine]:
-    """A machine class bound to one subject and profile."""
+    """A machine class bound to one subject and profile; ``drawn``: the
+    capacities its examples draw from (empty: all at ``capacity``)."""
     attrs: dict[str, Any] = {
         "subject": subject,
         "profile": profile,
         "capacity": capacity,
+        "drawn": drawn,
         "pool": pool,
         "stats": MachineStats(),
     }
@@ -381,48 +540,166 @@ def policy_machine(
 
 
 SMALL_CAPACITY = 16
-"""The capacity the policy machine first runs at when none is fixed: its
-key pool (48) is three times that, so the cache is often full (a store
-miss, an insert that needs an evict first, evictions that must pick among
-many idle keys), and what breaks there shrinks to witnesses a few steps
-long. The larger default capacity gets the rest of the time; the size
-engine goes further."""
+"""The smallest capacity an example draws when none is fixed (and what its
+draw shrinks to): its key pool (48) is three times that, so the cache is
+often full (a store miss, an insert that needs an evict first, evictions
+that must pick among many idle keys), and what breaks there shrinks to
+witnesses a few steps long. The run's capacity (64) is the other small
+one; one example in LARGE_ONE_IN draws a large one (``sizes.CAPACITIES``)."""
+
+LARGE_ONE_IN = 8
+"""One example in this many draws a large capacity (``PolicyMachine.size``):
+a large example costs tens of small ones (its bulk rules store hundreds of
+keys, each checked by the harness after every call)."""
+
+
+_CHOICES: dict[tuple[tuple[int, ...], int], st.SearchStrategy[int]] = {}
+
+
+def capacity_choice(drawn: tuple[int, ...], capacity: int) -> st.SearchStrategy[int]:
+    """An example's capacity from ``drawn`` (``PolicyMachine.size``): one
+    example in LARGE_ONE_IN one of the large ones, else SMALL_CAPACITY or
+    ``capacity``; both choices shrink to the smallest. Made once per
+    ``drawn`` (a handful: one per run capacity)."""
+    key = (drawn, capacity)
+    if key not in _CHOICES:
+        small = [c for c in (SMALL_CAPACITY, capacity) if c in drawn]
+        large = [c for c in drawn if c not in small] or small
+
+        @st.composite
+        def choice(draw: st.DrawFn) -> int:
+            # The last value is large, so that the draw shrinks to small (0).
+            big = draw(st.integers(0, LARGE_ONE_IN - 1)) == LARGE_ONE_IN - 1
+            pick = large if big else small
+            return pick[draw(st.integers(0, len(pick) - 1))]
+
+        _CHOICES[key] = choice()
+    return _CHOICES[key]
+
+
+def drawn_capacities(capacity: int, fixed: bool) -> tuple[int, ...]:
+    """What the examples of a run at ``capacity`` draw from: nothing when
+    the capacity is fixed (or not above SMALL_CAPACITY), else the two small
+    ones and every larger threshold capacity, smallest first."""
+    if fixed or capacity <= SMALL_CAPACITY:
+        return ()
+    return (SMALL_CAPACITY, capacity, *(c for c in CAPACITIES if c > capacity))
 
 
 def run_stateful(
     subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int, *,
     database: ExampleDatabase | None = None, fixed: bool = False,
 ) -> EngineRun:
-    """The stateful engine: half its time at SMALL_CAPACITY (unless the
-    capacity is fixed, or not larger), the rest at ``capacity`` unless the
-    first half found something. Findings at the small capacity say so
-    (``Finding.capacity``), so that their witness and repro run there."""
-    if fixed or capacity <= SMALL_CAPACITY:
-        return run_machine(policy_machine(subject, profile, capacity=capacity),
-                           engine="stateful", seed=seed, seconds=seconds, database=database)
-    small = run_machine(policy_machine(subject, profile, capacity=SMALL_CAPACITY),
-                        engine="stateful", seed=seed, seconds=seconds / 2, database=database)
-    for finding in small.findings:
-        finding.capacity = SMALL_CAPACITY
-    if small.error or any(_must(f.requirement) for f in small.findings):
-        return small  # as one run stops at its first failure
-    rest = run_machine(policy_machine(subject, profile, capacity=capacity),
-                       engine="stateful", seed=seed, seconds=seconds - small.seconds,
-                       database=database)
-    for finding in small.findings:  # SHOULDs, kept where shorter
-        rest.add(finding)
-    rest.checked.update(small.checked)
-    rest.calls += small.calls
-    rest.steps += small.steps
-    rest.examples += small.examples
-    rest.seconds += small.seconds
-    rest.notes[:0] = small.notes
-    return rest
+    """The stateful engine: unless the capacity is fixed, SMALL_SHARE of the
+    time small examples only, then each example at a capacity of its own
+    (``drawn_capacities``, ``PolicyMachine.size``).
+    Findings at another capacity than ``capacity`` say so
+    (``Finding.capacity``), so that their witness and repro run there; a
+    large one is first tried at the smaller capacities (``_at_smallest``)."""
+    drawn = drawn_capacities(capacity, fixed)
+    started = time.monotonic()
+    until = started + seconds + max(MIN_SHRINK_SECONDS, seconds * SHRINK_SHARE)
+    first: EngineRun | None = None
+    if drawn:
+        # Small examples only first, as this engine ran before sizes were
+        # drawn: what shows at 16 or 64 blocks is found there as soon (on a
+        # busy machine too) and with a witness of a few steps.
+        first = run_machine(
+            policy_machine(subject, profile, capacity=capacity, drawn=drawn[:2]),
+            engine="stateful", seed=seed, seconds=seconds * SMALL_SHARE, database=database)
+        if first.error or first.findings:
+            return _counted(first, first, capacity, (), until, subject, profile)
+    machine = policy_machine(subject, profile, capacity=capacity, drawn=drawn)
+    run = run_machine(machine, engine="stateful", seed=seed,
+                      seconds=seconds - (time.monotonic() - started), database=database)
+    if first is not None:
+        run.checked.update(first.checked)
+        run.calls += first.calls
+        run.steps += first.steps
+        run.examples += first.examples
+        run.seconds += first.seconds
+    if drawn and run.findings and all(_large(f, capacity) for f in run.findings):
+        run = _small_first(subject, profile, seconds, seed, capacity, database, run)
+    return _counted(run, machine, capacity, drawn, until, subject, profile)
 
 
-def _must(requirement: str) -> bool:
-    known = load_registry().get(requirement)
-    return known is None or known.level == "MUST"
+SMALL_SHARE = 0.4
+"""The share of the stateful engine's time that runs small examples only
+(16 or the run's capacity, as before sizes were drawn)."""
+
+
+def _counted(
+    run: EngineRun, source: EngineRun | type[PolicyMachine], capacity: int,
+    drawn: tuple[int, ...], until: float, subject: Subject, profile: Profile,
+) -> EngineRun:
+    """``run`` with the capacities its examples drew in its counts and notes,
+    and its findings at the smallest capacity that shows them."""
+    if not isinstance(source, EngineRun):
+        sizes = source.stats.capacities
+        if sizes:
+            run.counts["largest_capacity"] = max(sizes)
+            large = sum(count for cap, count in sizes.items() if cap > capacity)
+            if drawn:
+                run.counts["large_examples"] = large
+            run.notes.append(f"capacities drawn per example: {large} of {sizes.total()} "
+                             f"examples above {capacity}, up to {max(sizes):,}" if drawn else
+                             f"every example at capacity {capacity} (fixed)")
+    for finding in run.findings:
+        if finding.capacity is not None and finding.capacity > capacity:
+            _at_smallest(subject, profile, finding, until)
+        if finding.capacity == capacity:
+            finding.capacity = None  # the run's own is not repeated
+    return run
+
+
+def _large(finding: Finding, capacity: int) -> bool:
+    return finding.capacity is not None and finding.capacity > capacity
+
+
+def _small_first(
+    subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int,
+    database: ExampleDatabase | None, found: EngineRun,
+) -> EngineRun:
+    """``found``, whose findings all come from large examples, or what a run
+    of small examples only finds in half the time again (at least
+    MIN_SHRINK_SECONDS): a fault that also shows at 16 or 64 blocks is
+    reported with a witness of a few steps there (a large example's trace
+    holds hundreds of stores, too long for the blame to look at), while a
+    fault that needs a size is not found and keeps its large witness."""
+    small = (SMALL_CAPACITY, capacity)
+    again = run_machine(policy_machine(subject, profile, capacity=capacity, drawn=small),
+                        engine="stateful", seed=seed, database=database,
+                        seconds=max(MIN_SHRINK_SECONDS, seconds * SHRINK_SHARE))
+    if again.error or not again.findings:
+        found.notes.append(f"no small example ({again.examples}) shows what the large "
+                           "ones found")
+        return found
+    again.checked.update(found.checked)
+    again.calls += found.calls
+    again.steps += found.steps
+    again.examples += found.examples
+    again.seconds += found.seconds
+    again.notes[:0] = found.notes
+    return again
+
+
+def _at_smallest(subject: Subject, profile: Profile, finding: Finding, until: float) -> None:
+    """Move ``finding`` to the smallest capacity that still shows it with
+    the same trace: the most keys the trace holds, then the threshold
+    capacities above it (``sizes.smaller_capacities``), until ``until``.
+    Hypothesis shrinks the capacity drawn, but a change there changes every
+    draw after it, so it often stops at a larger capacity than needed."""
+    assert finding.capacity is not None
+    wanted = finding.requirement
+    for smaller in smaller_capacities(finding.capacity, peak_keys(finding.trace)):
+        if time.monotonic() >= until:
+            return
+        again = failure_of(subject, profile, smaller, finding.trace, observe=False,
+                           fatal=lambda rid: rid == wanted)
+        if again is not None and again.requirement == wanted:
+            finding.capacity = smaller
+            finding.message = again.message
+            return
 
 
 def run_machine(
@@ -558,7 +835,21 @@ def _leaves(group: BaseExceptionGroup[ConformanceFailure]) -> list[ConformanceFa
     return out
 
 
+_CAPACITY = "policyspec_capacity"
+"""Where a failure raised in a policy machine's example keeps the capacity
+the example drew (the failure outlives the example: Hypothesis re-raises
+it after shrinking)."""
+
+
+def _stamp(failure: ConformanceFailure, capacity: int) -> None:
+    vars(failure)[_CAPACITY] = capacity
+
+
 def _record(
     result: EngineRun, failure: ConformanceFailure, engine: str, *, shrunk: bool = False
 ) -> None:
-    result.add(Finding(failure.requirement, failure.message, failure.trace, engine, shrunk))
+    """A finding of ``failure``, at the capacity its example drew
+    (``PolicyMachine._do``; None for the manager's machine)."""
+    capacity = vars(failure).get(_CAPACITY)
+    result.add(Finding(failure.requirement, failure.message, failure.trace, engine, shrunk,
+                       capacity=capacity if isinstance(capacity, int) else None))

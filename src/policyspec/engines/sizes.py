@@ -1,0 +1,86 @@
+"""The sizes the random engines draw: from tiny to production-like, with the
+thresholds implementations switch at.
+
+A fault behind a size threshold (a bulk path for long key lists, a heap
+rebuilt when many keys change, a fixed-size buffer, a count compared with
+``is``, which CPython gets right only up to 256) never shows in a cache of
+64 blocks driven with calls of a few keys. So size is a dimension of every
+random engine: the Hypothesis engines draw a capacity per example (and
+bulk rules that reach it), the fast engine runs some long examples at
+production capacity, and the size engine (engines/size.py) builds its
+scenarios around these sizes. Each tuple lists sizes small first, so that
+Hypothesis, which shrinks a choice towards the first element, shrinks a
+size fault to the smallest size of the tuple that still shows it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "CAPACITIES", "FAST_LONG_CAPACITY", "FILL_MOST", "LENGTHS", "THRESHOLDS", "peak_keys",
+    "sizes_up_to", "smaller_capacities",
+]
+
+THRESHOLDS = (63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 1001, 1023, 1024, 1025,
+              4095, 4096, 4097)
+"""Powers of two and round numbers with their neighbours: where a policy's
+code commonly changes path (vLLM 0.33's LRU rebuilds its heap when at
+least max(64, idle / 4) keys change; CPython caches ints up to 256)."""
+
+CAPACITIES = (63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097,
+              10_000)
+"""The capacities the Hypothesis engines draw for their large examples."""
+
+LENGTHS = THRESHOLDS
+"""Lengths of the long calls (touch lists, hook key lists, protected sets,
+evict's n) of a large example."""
+
+FILL_MOST = 600
+"""Most keys a Hypothesis example holds at once: the lockstep harness checks
+every block after every call, so filling a cache costs the square of its
+keys (0.03 s for 257 keys, 0.3 s for 1,025); capacities beyond it, and
+calls of thousands of keys (mostly keys not stored), still run. Longer
+fills are the fast engine's long runs and the size engine's."""
+
+FAST_LONG_CAPACITY = 100_000
+"""The capacity of the fast engine's long runs: a CPU tier of 10^5 chunks."""
+
+
+def sizes_up_to(sizes: Sequence[int], most: int) -> list[int]:
+    """The sizes of ``sizes`` that are at most ``most`` (``[most]`` when
+    none is, and ``most`` is positive)."""
+    fit = [size for size in sizes if size <= most]
+    return fit or ([most] if most > 0 else [])
+
+
+def smaller_capacities(found: int, peak: int) -> list[int]:
+    """Capacities to try a witness at, smallest first: the most keys it
+    holds at once (``peak``), then the threshold capacities between it and
+    the capacity it was found at."""
+    out = [peak] if 0 < peak < found else []
+    out += [c for c in CAPACITIES if peak < c < found]
+    return out
+
+
+def peak_keys(trace: Sequence[tuple[object, ...]]) -> int:
+    """At most how many keys ``trace`` holds at once, bounded from below
+    (an eviction counts as taking all ``n`` it asked for, which it may not
+    have): capacities below it cannot replay the trace, so they are not
+    tried. Any count it misses only costs a replay."""
+    present: set[object] = set()
+    evicted = peak = 0
+    for action in trace:
+        op = action[0]
+        if op == "insert":
+            present.add(action[1])
+        elif op == "remove":
+            present.discard(action[1])
+        elif op == "clear":
+            present.clear()
+            evicted = 0
+        elif op == "evict":
+            n = action[1]
+            evicted += n if isinstance(n, int) else 0
+        peak = max(peak, len(present) - evicted)
+    return peak

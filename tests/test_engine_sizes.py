@@ -1,0 +1,148 @@
+"""Size as a dimension of the random engines (engines/sizes.py): the
+stateful engine draws a capacity per example, from 16 to 10,000 with the
+thresholds and their neighbours, and calls of thousands of keys; the fast
+engine makes long runs at a capacity of 10^5; ``--capacity`` fixes one
+capacity for both; a finding keeps the capacity that shows it; the size
+faults of the corpus are caught by a default check; the reference passes."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from test_corpus import FAULTY, load_policy, read_header
+
+from policyspec.adapters import subject_for_class
+from policyspec.engines.action_source import LONG_RUN, ActionSource
+from policyspec.engines.fast import LONG_FIRST, run_fast
+from policyspec.engines.oracle import FastOracle
+from policyspec.engines.reproduce import failure_of
+from policyspec.engines.sizes import (
+    CAPACITIES,
+    FAST_LONG_CAPACITY,
+    THRESHOLDS,
+    peak_keys,
+    smaller_capacities,
+)
+from policyspec.engines.stateful import (
+    SMALL_CAPACITY,
+    capacity_choice,
+    drawn_capacities,
+    run_stateful,
+)
+from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.profiles import get_profile
+from policyspec.reference import LRUCachePolicy
+from policyspec.session import run_check
+
+CORE = get_profile("core")
+
+
+def test_examples_draw_capacities_from_16_to_10000_small_first() -> None:
+    drawn = drawn_capacities(64, fixed=False)
+    assert drawn[:2] == (SMALL_CAPACITY, 64)
+    assert list(drawn[2:]) == sorted(drawn[2:]) and max(drawn) >= 10**4
+    seen: Counter[int] = Counter()
+
+    @settings(max_examples=300, derandomize=True, database=None)
+    @given(capacity_choice(drawn, 64))
+    def draw(capacity: int) -> None:
+        seen[capacity] += 1
+
+    draw()
+    for wanted in (16, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025, 4095, 4096, 4097,
+                   10_000):
+        assert seen[wanted], (wanted, seen)
+    assert drawn_capacities(64, fixed=True) == ()
+
+
+def test_a_stateful_run_draws_large_capacities_and_calls_of_thousands_of_keys() -> None:
+    run = run_stateful(subject_for_class(LRUCachePolicy), CORE, 6.0, 0, 64)
+    assert run.error is None and not run.findings
+    assert run.counts["large_examples"] > 0, run.notes
+    assert run.counts["largest_capacity"] > 256, run.notes
+    assert any("above 64" in note for note in run.notes), run.notes
+
+
+def test_a_fixed_capacity_is_every_stateful_example_s_and_makes_no_long_fast_run() -> None:
+    subject = subject_for_class(LRUCachePolicy)
+    run = run_stateful(subject, CORE, 2.0, 0, 100, fixed=True)
+    assert run.counts["largest_capacity"] == 100 and "large_examples" not in run.counts
+    fast = run_fast(subject, CORE, 0, 0, 64, examples=LONG_FIRST + 2, fixed=True)
+    assert "long_runs" not in fast.counts
+    report = run_check(subject, CORE, budget=3.0, seed=0, engines=["stateful", "fast"],
+                       capacity=100)
+    assert report.stats["capacity"] == 100
+    engines = report.stats["engines"]
+    assert engines["stateful"]["largest_capacity"] <= 2 * 100  # (two jobs' counts summed)
+    assert "long_runs" not in engines["fast"]
+
+
+def test_the_fast_engine_makes_a_long_run_at_a_capacity_of_10_5() -> None:
+    run = run_fast(subject_for_class(LRUCachePolicy), CORE, 0, 0, 64, examples=LONG_FIRST + 1)
+    assert run.error is None and not run.findings
+    assert run.counts["long_runs"] == 1
+    assert run.counts["largest_keys"] > 10**4 * 8, run.counts  # most of 10^5 blocks
+    assert FAST_LONG_CAPACITY >= 10**5
+
+
+def test_a_long_source_names_thousands_of_keys_and_evicts_hundreds() -> None:
+    oracle = FastOracle(FAST_LONG_CAPACITY)
+    for key in range(20_000):
+        oracle.refs[key] = IDLE
+        oracle.idle[key] = None
+    source = ActionSource(random.Random(3), pool=30_000, capacity=FAST_LONG_CAPACITY,
+                          long=True)
+    touches, protected, victims = [], [], []
+    for _ in range(3_000):
+        run = source.draw(oracle)
+        if run[0] == "touch":
+            touches.append(len(run[1]))
+        elif run[0] == "evict":
+            protected.append(len(run[2]))
+            victims.append(run[1])
+    assert max(touches) >= 4096 and max(touches) <= LONG_RUN
+    assert max(protected) >= 1000 and max(victims) >= 257
+    assert {256, 257} & set(touches)  # threshold lengths on purpose
+
+
+def test_smaller_capacities_start_at_the_fullest_the_trace_gets() -> None:
+    trace = [("insert", k, IN_FLIGHT) for k in range(300)]
+    trace += [("evict", 100, frozenset()), ("remove", 0)]
+    assert peak_keys(trace) == 300
+    tried = smaller_capacities(10_000, peak_keys(trace))
+    assert tried[0] == 300 and tried[1:] == [c for c in CAPACITIES if 300 < c < 10_000]
+    assert set(THRESHOLDS) >= {63, 64, 65, 255, 256, 257, 4095, 4096, 4097}
+
+
+def test_a_stateful_size_finding_keeps_the_capacity_that_shows_it() -> None:
+    header = read_header(FAULTY / "size_touch_bulk_makes_busy_idle.py")
+    subject = subject_for_class(load_policy(header.path))
+    run = run_stateful(subject, get_profile(header.profile), 20.0, 0, 64)
+    assert run.findings, run.notes
+    finding = run.findings[0]
+    assert any(a[0] == "touch" and len(a[1]) > 256 for a in finding.trace)
+    capacity = finding.capacity or 64
+    again = failure_of(subject, get_profile(header.profile), capacity, finding.trace,
+                       observe=False)
+    assert again is not None and again.requirement == finding.requirement
+    assert peak_keys(finding.trace) <= capacity
+
+
+SIZE_FILES = sorted(p.stem for p in Path(FAULTY).glob("size_*.py"))
+
+
+@pytest.mark.nightly  # six default checks of about a minute each: the nightly job
+@pytest.mark.parametrize("stem", SIZE_FILES)
+def test_a_default_check_catches_each_size_fault(stem: str) -> None:
+    """As ``policyspec check FILE:Policy --profile P``: every default engine,
+    the default budget, no --capacity."""
+    header = read_header(FAULTY / f"{stem}.py")
+    report = run_check(subject_for_class(load_policy(header.path)),
+                       get_profile(header.profile), seed=0)
+    found = {f.requirement for f in report.failures if f.level == "MUST"}
+    assert header.requirement in found, (stem, found)
+    assert found <= {header.requirement} | header.also, (stem, found)
