@@ -13,7 +13,9 @@ what ``policyspec.guard`` costs a policy on the manager workload.
    are captured once (the 0.33 reference LRU, vLLM's calls as the
    emulation makes them), then replayed, in alternation, against the bare
    policy, a wrapper that records nothing (``_Forward``: the floor under
-   any recorder that is a Python class in front of the policy), the guard
+   any recorder that is a Python class in front of the policy), a wrapper
+   that only keeps each call's raw objects in a list (``_Keep``: the floor
+   under any recorder in Python, however it arranges its encoding), the guard
    in record mode and the guard in check mode (writing the history to a
    file); medians of ``--repeats`` rounds. The figure is the time of the
    replay loop, so it includes the loop's own cost in each variant alike;
@@ -236,6 +238,74 @@ class _Forward:
         self._finish(key_groups, insertion_only_keys, reused_keys, req_context)
 
 
+class _Keep(_Forward):
+    """A wrapper that keeps, per call, only what a record must hold and only
+    the call can read (the operation, the key objects, the chunk and its
+    ``ref_cnt``, a copy of a key list, the request object), appended as a
+    tuple to a list: no ids, no text, no writes. The floor under any
+    recorder written in Python that keeps a history of these calls, however
+    its encoding is arranged (in batches, on another thread, at exit)."""
+
+    def __init__(self, policy: Any) -> None:
+        super().__init__(policy)
+        self.kept: list[tuple[Any, ...]] = []
+        self._keep = self.kept.append
+
+    def get(self, key: Any) -> Any:
+        chunk = self._get(key)
+        self._keep((0, key, chunk, None if chunk is None else chunk.ref_cnt))
+        return chunk
+
+    def insert(self, key: Any, chunk: Any, req_context: Any = None) -> None:
+        ref = chunk.ref_cnt
+        self._insert(key, chunk, req_context)
+        self._keep((1, key, chunk, ref, req_context))
+
+    def remove(self, key: Any) -> None:
+        self._remove(key)
+        self._keep((2, key))
+
+    def touch(self, keys: Any, req_context: Any = None) -> None:
+        kept = tuple(keys)
+        self._touch(kept, req_context)
+        self._keep((3, kept))
+
+    def evict(self, n: int, protected: Any) -> Any:
+        kept = tuple(protected)
+        result = self._evict(n, protected)
+        self._keep((4, n, kept, None if result is None else
+                    [(key, chunk, chunk.ref_cnt) for key, chunk in result]))
+        return result
+
+    def clear(self) -> None:
+        self._clear()
+        self._keep((5,))
+
+    def mark_evictable(self, key: Any) -> None:
+        self._mark_e(key)
+        self._keep((6, key))
+
+    def mark_non_evictable(self, key: Any) -> None:
+        self._mark_ne(key)
+        self._keep((7, key))
+
+    def on_store_miss(self, keys: Any, req_context: Any) -> None:
+        kept = tuple(keys)
+        self._store_miss(kept, req_context)
+        self._keep((8, kept, req_context))
+
+    def on_request_access(self, keys: Any, req_context: Any) -> None:
+        kept = tuple(keys)
+        self._access(kept, req_context)
+        self._keep((9, kept, req_context))
+
+    def on_request_finished(self, key_groups: Any, insertion_only_keys: Any, reused_keys: Any,
+                            req_context: Any) -> None:
+        self._finish(key_groups, insertion_only_keys, reused_keys, req_context)
+        self._keep((10, [tuple(group) for group in key_groups], tuple(insertion_only_keys),
+                    tuple(reused_keys), req_context))
+
+
 def guard_cost(requests: int, capacity: int, repeats: int, directory: Path
                ) -> tuple[int, dict[str, list[float]], list[float]]:
     """Policy calls, the replay times of each variant, and record mode's
@@ -247,6 +317,7 @@ def guard_cost(requests: int, capacity: int, repeats: int, directory: Path
     makers: dict[str, Callable[[], Any]] = {
         "bare": lambda: cls(cache_capacity=capacity),
         "wrapper": lambda: _Forward(cls(cache_capacity=capacity)),
+        "keep": lambda: _Keep(cls(cache_capacity=capacity)),
         "record": lambda: GuardPolicy(capacity, target=cls, mode="record",
                                       history=directory / "record.jsonl"),
         "check": lambda: GuardPolicy(capacity, target=cls, mode="check",

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Collection, Iterable
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis.stateful import get_state_machine_test
 from test_corpus import FAULTY, load_policy, read_header
 
 from policyspec.adapters import subject_for_class
 from policyspec.engines.action_source import LONG_RUN, ActionSource
 from policyspec.engines.fast import LONG_FIRST, run_fast
+from policyspec.engines.manager import manager_machine, run_manager
 from policyspec.engines.oracle import FastOracle
 from policyspec.engines.reproduce import failure_of
 from policyspec.engines.sizes import (
@@ -31,6 +35,7 @@ from policyspec.engines.stateful import (
     SMALL_CAPACITY,
     capacity_choice,
     drawn_capacities,
+    policy_machine,
     run_stateful,
 )
 from policyspec.model.state import IDLE, IN_FLIGHT
@@ -59,12 +64,61 @@ def test_examples_draw_capacities_from_16_to_10000_small_first() -> None:
     assert drawn_capacities(64, fixed=True) == ()
 
 
-def test_a_stateful_run_draws_large_capacities_and_calls_of_thousands_of_keys() -> None:
-    run = run_stateful(subject_for_class(LRUCachePolicy), CORE, 6.0, 0, 64)
+class _Lengths(LRUCachePolicy[Any, Any]):
+    """The reference LRU, noting the longest touch and protected set."""
+
+    longest: ClassVar[Counter[str]] = Counter()
+
+    def touch(self, keys: Iterable[Any]) -> None:
+        keys = list(keys)
+        self.longest["touch"] = max(self.longest["touch"], len(keys))
+        super().touch(keys)
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        self.longest["protected"] = max(self.longest["protected"], len(protected))
+        self.longest["n"] = max(self.longest["n"], n)
+        return super().evict(n, protected)
+
+
+def test_stateful_examples_draw_large_capacities_and_call_with_thousands_of_keys() -> None:
+    """A count of examples, not a time (a loaded machine runs fewer), from a
+    fixed seed: what the machine draws is the same on every machine."""
+    _Lengths.longest.clear()
+    machine = policy_machine(subject_for_class(_Lengths), CORE, capacity=64,
+                             drawn=drawn_capacities(64, fixed=False))
+    test = get_state_machine_test(machine, settings=settings(
+        max_examples=300, stateful_step_count=60, deadline=None, database=None,
+        derandomize=True, suppress_health_check=list(HealthCheck)))
+    test()
+    sizes = machine.stats.capacities
+    assert max(sizes) >= 4096 and sum(c for cap, c in sizes.items() if cap > 64) >= 10, sizes
+    longest = _Lengths.longest
+    assert longest["touch"] >= 1000 and longest["protected"] >= 1000, longest
+    assert longest["n"] >= 257, longest
+
+
+def test_manager_examples_draw_large_capacities_with_long_prompts() -> None:
+    """The manager machine (the other Hypothesis engine) draws its cache size
+    per example too: long prompts touch a thousand keys and one
+    prepare_store evicts dozens at once. A count of examples from a fixed
+    seed, as above."""
+    _Lengths.longest.clear()
+    machine = manager_machine(subject_for_class(_Lengths), CORE, capacity=64,
+                              drawn=(64, *(c for c in CAPACITIES if c > 64)))
+    test = get_state_machine_test(machine, settings=settings(
+        max_examples=400, stateful_step_count=40, deadline=None, database=None,
+        derandomize=True, suppress_health_check=list(HealthCheck)))
+    test()
+    sizes = machine.stats.capacities
+    assert max(sizes) >= 4096 and sum(c for cap, c in sizes.items() if cap > 64) >= 20, sizes
+    longest = _Lengths.longest
+    assert longest["touch"] >= 1000 and longest["n"] >= 64, longest
+
+
+def test_a_fixed_capacity_is_every_manager_example_s() -> None:
+    run = run_manager(subject_for_class(LRUCachePolicy), CORE, 1.0, 0, 100, fixed=True)
     assert run.error is None and not run.findings
-    assert run.counts["large_examples"] > 0, run.notes
-    assert run.counts["largest_capacity"] > 256, run.notes
-    assert any("above 64" in note for note in run.notes), run.notes
+    assert run.counts["largest_capacity"] == 100, run.counts
 
 
 def test_a_fixed_capacity_is_every_stateful_example_s_and_makes_no_long_fast_run() -> None:

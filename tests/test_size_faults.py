@@ -109,9 +109,10 @@ FAULTS = [
         lambda size: [*idle_keys(size + 1), ("evict", (1, set(range(size))))],
         lambda size: [*idle_actions(size + 1), ("evict", 1, frozenset(range(size)))],
     ),
-    # A ring of 4,096 slots: the 4,097th idle key overwrites the least recent.
+    # A ring of 4,096 slots, one kept free: the 4,096th idle key overwrites
+    # the least recent.
     SizeFault(
-        "size_ring_of_4096_drops_oldest", 4097, lambda size: size,
+        "size_ring_of_4096_drops_oldest", 4096, lambda size: size,
         lambda size: [*idle_keys(size), ("evict", (1, set())), ("touch", ([0],))],
         lambda size: [*idle_actions(size), ("touch", (0,))],
     ),
@@ -176,13 +177,9 @@ def test_every_size_file_is_covered_here_and_run_by_the_size_engine() -> None:
         assert read_header(FAULTY / f"{stem}.py").engines == ("size",)
 
 
-REACHABLE_AT_4096 = [f for f in FAULTS if f.capacity(f.threshold) <= 4096]
-"""The ring of 4,096 slots needs 4,097 idle keys: no legal caller puts them
-in a cache of 4,096 blocks, so a fixed capacity of 4,096 cannot show it."""
-
-
-@pytest.mark.parametrize("fault", REACHABLE_AT_4096, ids=[f.stem for f in REACHABLE_AT_4096])
+@pytest.mark.parametrize("fault", FAULTS, ids=[f.stem for f in FAULTS])
 def test_size_engine_catches_it_at_a_fixed_capacity_of_4096(fault: SizeFault) -> None:
+    assert fault.capacity(fault.threshold) <= 4096, "a fault a cache of 4,096 blocks cannot show"
     header = read_header(FAULTY / f"{fault.stem}.py")
     report = run_check(subject_for_class(load_policy(header.path)), get_profile(header.profile),
                        budget=5.0, seed=SEED, engines=["size"], capacity=4096)
@@ -190,8 +187,3 @@ def test_size_engine_catches_it_at_a_fixed_capacity_of_4096(fault: SizeFault) ->
     assert header.requirement in found, (fault.stem, found)
     assert found <= {header.requirement} | header.also, (fault.stem, found)
     assert report.stats["capacity"] == 4096
-
-
-def test_the_ring_needs_more_than_4096_blocks() -> None:
-    ring = next(f for f in FAULTS if f.stem == "size_ring_of_4096_drops_oldest")
-    assert ring not in REACHABLE_AT_4096 and ring.capacity(ring.threshold) == 4097

@@ -1,17 +1,19 @@
 """faulty: TOUCH-TOTAL also=API-NO-RAISE,MANAGER-IDLE-COUNT,MANAGER-NO-LOST-DATA
 
 A structure that wraps at a fixed size: the idle order lives in a ring
-buffer of ``SLOTS`` keys (``collections.deque(maxlen=SLOTS)``), least
-recent first, next to a set of the idle keys. Appending to a full ring
-silently overwrites its oldest slot, so the least recent idle key falls
-out of the order while it stays idle: ``evict`` never offers it again, and
+buffer of ``SLOTS`` slots, least recent first, next to a set of the idle
+keys. Like an array ring it keeps one slot free to tell full from empty,
+so it holds ``SLOTS - 1`` keys (``collections.deque(maxlen=SLOTS - 1)``
+here), and appending to a full ring silently overwrites its oldest
+slot, so the least recent idle key falls out of the order while it stays
+idle: ``evict`` never offers it again, and
 a later ``touch`` or ``mark_non_evictable`` of it fails to find it in the
 ring and raises ValueError (TOUCH-TOTAL, or API-NO-RAISE when a load
 starts on it). Under the lru profile the very next ``evict`` returns the
 wrong victim.
 
-Size: more than 4,096 idle keys at once (so a cache of 4,097 blocks or
-more); 4,096 idle keys fit and are handled correctly.
+Size: 4,096 idle keys at once (so a cache of 4,096 blocks or more);
+4,095 idle keys fit and are handled correctly.
 
 engine: size (the engine that draws sizes; the others stay at 64 blocks)
 """
@@ -29,7 +31,7 @@ class Policy(LRUCachePolicy[Any, Any]):
     def __init__(self, cache_capacity: int) -> None:
         super().__init__(cache_capacity)
         self.idle: set[Any] = set()
-        self.ring: deque[Any] = deque(maxlen=SLOTS)  # the fault: a full ring overwrites
+        self.ring: deque[Any] = deque(maxlen=SLOTS - 1)  # the fault: a full ring overwrites
 
     def _append(self, key: Any) -> None:
         self.idle.add(key)

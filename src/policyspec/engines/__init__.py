@@ -93,7 +93,7 @@ def _manager(ctx: EngineContext) -> EngineRun:
     from policyspec.engines.manager import run_manager
 
     return run_manager(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
-                       database=ctx.database)
+                       database=ctx.database, fixed=ctx.capacity_fixed)
 
 
 register_engine(Engine("manager", _manager, 0.25))

@@ -7,6 +7,13 @@ looked up and reset, with the manager's block-id pool and idle counter kept
 beside the policy. Every policy call still goes through the Lockstep
 harness, so all policy-level checks apply; on top, the manager's own promises
 are checked: MANAGER-BLOCK-IDS, MANAGER-IDLE-COUNT, MANAGER-NO-LOST-DATA.
+
+Unless ``--capacity`` fixes it, each example draws its cache size first, as
+the policy machine's do (``stateful.capacity_choice``): the run's capacity
+seven times in eight, else one of ``sizes.CAPACITIES`` (63 to 10,000),
+where requests are long prompts of ``sizes.LENGTHS`` blocks (up to half
+the cache) and one ``prepare_store`` evicts hundreds of blocks at once
+(``_request``).
 """
 
 from __future__ import annotations
@@ -19,16 +26,19 @@ from typing import Any, ClassVar
 from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from hypothesis.stateful import precondition, rule
+from hypothesis.stateful import initialize, precondition, rule
 
 from policyspec.engines.result import EngineRun
+from policyspec.engines.sizes import CAPACITIES, FILL_MOST, LENGTHS, sizes_up_to
 from policyspec.engines.stateful import (
     CheckedMachine,
     MachineStats,
+    capacity_choice,
     end_example,
     run_machine,
+    stamp_capacity,
 )
-from policyspec.harness import Lockstep, failure_type
+from policyspec.harness import Aborted, ConformanceFailure, Lockstep, failure_type
 from policyspec.model.actions import Action, is_legal
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
@@ -63,6 +73,24 @@ def request_keys(family: int, branch: int, length: int) -> tuple[int, ...]:
     )
 
 
+LONG_BASE = 1_000_000
+"""Keys of long requests (large examples) start here, one million apart
+per family, so that they never meet the short requests' keys."""
+
+
+def long_request_keys(family: int, branch: int, length: int) -> tuple[int, ...]:
+    """A long prompt's model keys: ``request_keys`` scaled up. Family ``f``
+    shares its first ``64 (f + 1)`` keys with the family's other long
+    requests, then branch ``b`` continues on a range of its own; distinct
+    (family, branch, position) give distinct keys for lengths below
+    100,000."""
+    trunk = 64 * (family + 1)
+    base = LONG_BASE * (family + 1)
+    return tuple(
+        base + i if i < trunk else base + 100_000 * (branch + 1) + i for i in range(length)
+    )
+
+
 @cache
 def requests(longest: int) -> st.SearchStrategy[tuple[int, ...]]:
     """Key lists of requests of 1..longest blocks."""
@@ -94,19 +122,17 @@ class ManagerMachine(CheckedMachine):
     subject: ClassVar[Subject]
     profile: ClassVar[Profile]
     capacity: ClassVar[int] = 64
+    """Every example's capacity when ``drawn`` is empty, else the small one."""
+    drawn: ClassVar[tuple[int, ...]] = ()
+    """The capacities an example draws from (``size``); empty: fixed."""
     options: ClassVar[ManagerOptions] = ManagerOptions()
     stats: ClassVar[MachineStats]
 
     def __init__(self) -> None:
         super().__init__()
-        self.h = Lockstep(
-            self.subject,
-            self.profile,
-            self.capacity,
-            observe=self.options.observe,
-            fatal=self.options.fatal,
-        )
-        self.h.allocator = self._allocate
+        self.cap = self.capacity
+        """This example's capacity: the manager's id pool (``size``)."""
+        self.h = self._harness()
         self.fresh = 0
         """Next never-used id; ids below it were handed out at least once."""
         self.free: list[int] = []
@@ -121,13 +147,35 @@ class ManagerMachine(CheckedMachine):
         self.loads: list[tuple[int, ...]] = []
         self.stats.examples += 1
 
+    def _harness(self) -> Lockstep:
+        harness = Lockstep(self.subject, self.profile, self.cap, observe=self.options.observe,
+                           fatal=self.options.fatal)
+        harness.allocator = self._allocate
+        return harness
+
+    @initialize(data=st.data())
+    def size(self, data: st.DataObject) -> None:
+        """The example's capacity, before any call: the run's, or one
+        example in ``stateful.LARGE_ONE_IN`` a large one."""
+        if not self.drawn:
+            return
+        cap = data.draw(capacity_choice(self.drawn, self.capacity), label="capacity")
+        if cap != self.cap:
+            self.cap = cap
+            self.h = self._harness()
+        note(f"capacity {cap}")
+
     def teardown(self) -> None:
+        self.stats.capacities[self.cap] += 1
+        for failure in self.h.soft:
+            stamp_capacity(failure, self.cap)
         end_example(self.stats, self.h)
 
     # -- manager bookkeeping --------------------------------------------------
 
     def _fail(self, requirement: str, message: str) -> None:
         failure = failure_type(requirement)(requirement, message, tuple(self.h.trace))
+        stamp_capacity(failure, self.cap)
         if self.h.fatal(requirement):
             raise failure
         if all(f.requirement != requirement for f in self.h.soft):
@@ -135,10 +183,17 @@ class ManagerMachine(CheckedMachine):
 
     def _apply(self, action: Action) -> object:
         self.stats.steps += 1
-        return self.h.apply(action)
+        try:
+            return self.h.apply(action)
+        except ConformanceFailure as failure:
+            stamp_capacity(failure, self.cap)
+            raise
+        except Aborted as aborted:
+            stamp_capacity(aborted.failure, self.cap)
+            raise
 
     def _free_ids(self) -> int:
-        return self.capacity - self.fresh + len(self.free)
+        return self.cap - self.fresh + len(self.free)
 
     def _allocate(self, key: int) -> int:
         """The manager's pool (C1): fresh ids first, then freed ids, LIFO."""
@@ -328,21 +383,37 @@ class ManagerMachine(CheckedMachine):
 
     # -- rules ----------------------------------------------------------------
 
-    def _request(self, data: st.DataObject) -> tuple[int, ...]:
-        """Requests are at most half the cache (and at most MAX_REQUEST) long."""
-        longest = min(MAX_REQUEST, self.capacity // 2)
+    def _request(self, data: st.DataObject, *, store: bool = False) -> tuple[int, ...]:
+        """Requests are at most half the cache (and at most MAX_REQUEST) long.
+        In a large example one request in four is a long prompt of
+        ``sizes.LENGTHS`` blocks, at most half the cache; a long store only
+        while the cache holds fewer than ``sizes.FILL_MOST`` keys (the
+        harness checks every block after every call: a cache of thousands
+        costs the square), so caches above it never fill, and their long
+        prompts are lookups, loads and touches of mostly absent keys."""
+        if self.cap > self.capacity and data.draw(st.integers(0, 3), label="long?") == 3:
+            most = self.cap // 2
+            if store:
+                most = min(most, FILL_MOST - len(self.h.state.refs))
+            lengths = sizes_up_to(LENGTHS, most)
+            if lengths and lengths[-1] > MAX_REQUEST:
+                return long_request_keys(
+                    data.draw(st.integers(0, FAMILIES - 1), label="family"),
+                    data.draw(st.integers(0, BRANCHES - 1), label="branch"),
+                    lengths[data.draw(st.integers(0, len(lengths) - 1), label="length")])
+        longest = min(MAX_REQUEST, self.cap // 2)
         return data.draw(requests(longest), label="request")
 
     @rule(data=st.data())
     def prepare_store(self, data: st.DataObject) -> None:
-        keys = self._request(data)
+        keys = self._request(data, store=True)
         self._prepare_store(keys)
         self._audit()
 
     @rule(data=st.data())
     def store_request(self, data: st.DataObject) -> None:
         """A store whose job completes at once: fills the cache with idle blocks."""
-        keys = self._request(data)
+        keys = self._request(data, store=True)
         job = self._prepare_store(keys)
         if job:
             self.stores.pop()
@@ -437,13 +508,16 @@ def manager_machine(
     capacity: int = 64,
     observe: bool = False,
     fatal: Callable[[str], bool] | None = None,
+    drawn: tuple[int, ...] = (),
 ) -> type[ManagerMachine]:
     """A manager machine class bound to one subject and profile. ``fatal``
-    is handed to the harness (and decides for the manager checks too)."""
+    is handed to the harness (and decides for the manager checks too);
+    ``drawn``: the capacities its examples draw from (empty: ``capacity``)."""
     attrs: dict[str, Any] = {
         "subject": subject,
         "profile": profile,
         "capacity": capacity,
+        "drawn": drawn,
         "options": ManagerOptions(observe, fatal),
         "stats": MachineStats(),
     }
@@ -461,15 +535,30 @@ def run_manager(
     observe: bool = False,
     steps: int = 40,
     database: ExampleDatabase | None = None,
+    fixed: bool = False,
 ) -> EngineRun:
-    """The manager engine: run the machine for ``seconds`` (Engine.run signature)."""
-    machine = manager_machine(subject, profile, capacity=capacity, observe=observe, fatal=fatal)
+    """The manager engine: run the machine for ``seconds`` (Engine.run
+    signature), each example at a capacity of its own unless ``fixed``."""
+    drawn = () if fixed else (capacity, *(c for c in CAPACITIES if c > capacity))
+    machine = manager_machine(subject, profile, capacity=capacity, observe=observe, fatal=fatal,
+                              drawn=drawn)
     # run_machine only reads the class's ``stats`` and runs it as a state
     # machine. The manager's own findings are shrunk further after the run
     # by a replay with its bookkeeping (engines.manager_replay), so Hypothesis's
     # shrinking gets half the engine's time (at least 1 s).
-    return run_machine(
+    run = run_machine(
         machine, engine="manager", seed=seed, seconds=seconds,
         steps=steps, chunk=10, shrink_seconds=max(1.0, seconds / 2), keep_cut=True,
         database=database,
     )
+    sizes = machine.stats.capacities
+    if sizes:
+        run.counts["largest_capacity"] = max(sizes)
+        large = sum(count for cap, count in sizes.items() if cap > capacity)
+        run.notes.append(f"capacities drawn per example: {large} of {sizes.total()} examples "
+                         f"above {capacity}, up to {max(sizes):,}" if drawn else
+                         f"every example at capacity {capacity} (fixed)")
+    for finding in run.findings:
+        if finding.capacity == capacity:
+            finding.capacity = None  # the run's own is not repeated
+    return run

@@ -72,6 +72,7 @@ __all__ = [
     "policy_machine",
     "run_machine",
     "run_stateful",
+    "stamp_capacity",
 ]
 
 GC_EVERY = 8
@@ -164,16 +165,16 @@ class PolicyMachine(CheckedMachine):
         try:
             self.h.apply(action)
         except ConformanceFailure as failure:
-            _stamp(failure, self.cap)
+            stamp_capacity(failure, self.cap)
             raise
         except Aborted as aborted:
-            _stamp(aborted.failure, self.cap)
+            stamp_capacity(aborted.failure, self.cap)
             raise
 
     def teardown(self) -> None:
         self.stats.capacities[self.cap] += 1
         for failure in self.h.soft:
-            _stamp(failure, self.cap)
+            stamp_capacity(failure, self.cap)
         end_example(self.stats, self.h)
 
     @initialize(data=st.data())
@@ -841,7 +842,8 @@ the example drew (the failure outlives the example: Hypothesis re-raises
 it after shrinking)."""
 
 
-def _stamp(failure: ConformanceFailure, capacity: int) -> None:
+def stamp_capacity(failure: ConformanceFailure, capacity: int) -> None:
+    """Keep on ``failure`` the capacity of the example that raised it."""
     vars(failure)[_CAPACITY] = capacity
 
 
