@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -238,17 +239,24 @@ class _Forward:
         self._finish(key_groups, insertion_only_keys, reused_keys, req_context)
 
 
+_BUFFER = 8192
+"""Records a recorder holds before it writes them (``guard._BUFFER``)."""
+
+
 class _Keep(_Forward):
     """A wrapper that keeps, per call, only what a record must hold and only
     the call can read (the operation, the key objects, the chunk and its
     ``ref_cnt``, a copy of a key list, the request object), appended as a
     tuple to a list: no ids, no text, no writes. The floor under any
     recorder written in Python that keeps a history of these calls, however
-    its encoding is arranged (in batches, on another thread, at exit)."""
+    its encoding is arranged (in batches, on another thread). It holds the
+    last ``_BUFFER`` calls (a deque's C append drops the oldest), as a
+    recorder hands its buffer on: a list of hundreds of thousands of tuples
+    costs more than the calls themselves in garbage-collector passes."""
 
     def __init__(self, policy: Any) -> None:
         super().__init__(policy)
-        self.kept: list[tuple[Any, ...]] = []
+        self.kept: deque[tuple[Any, ...]] = deque(maxlen=_BUFFER)
         self._keep = self.kept.append
 
     def get(self, key: Any) -> Any:
