@@ -98,7 +98,9 @@ def add_parser(sub: Any) -> None:
                         help="run only these engines (repeatable); default: all default engines")
     parser.add_argument("--capacity", type=positive_int, default=None,
                         help=f"cache_capacity for the policy (default {DEFAULT_CAPACITY}; "
-                        "the size engine draws its own per example unless this is given)")
+                        "unless this is given, the stateful and manager engines draw one per "
+                        "example, the fast engine makes long runs at 100,000 and the size "
+                        "engine draws its own: spec/sizes.md)")
     parser.add_argument("--json-report", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--junit-xml", metavar="PATH", help="write a JUnit XML report here")
     parser.add_argument("--html-report", metavar="PATH",
