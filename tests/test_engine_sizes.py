@@ -41,7 +41,7 @@ from policyspec.engines.stateful import (
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
-from policyspec.session import run_check
+from policyspec.session import CheckOptions, run_check
 
 CORE = get_profile("core")
 
@@ -128,11 +128,13 @@ def test_a_fixed_capacity_is_every_stateful_example_s_and_makes_no_long_fast_run
     assert run.counts["largest_capacity"] == 100 and "large_examples" not in run.counts
     fast = run_fast(subject, CORE, 0, 0, 64, examples=LONG_FIRST + 2, fixed=True)
     assert "long_runs" not in fast.counts
-    report = run_check(subject, CORE, budget=3.0, seed=0, engines=["stateful", "fast"],
-                       capacity=100)
+    options = CheckOptions(budget=3.0, seed=0, engines=("stateful", "manager", "fast"),
+                           capacity=100, capacity_fixed=True, jobs=2)
+    report = run_check(subject, CORE, options=options)
     assert report.stats["capacity"] == 100
     engines = report.stats["engines"]
-    assert engines["stateful"]["largest_capacity"] <= 2 * 100  # (two jobs' counts summed)
+    assert engines["stateful"]["largest_capacity"] == 100  # the largest, not a sum over jobs
+    assert engines["manager"]["largest_capacity"] == 100
     assert "long_runs" not in engines["fast"]
 
 

@@ -27,7 +27,7 @@ _SUMMED = frozenset({"calls", "steps", "examples", "seconds", "sequences", "maxi
 """Engine counts that add up over shards."""
 _SAME = frozenset({"depth", "keys"})
 """Engine counts that describe the campaign: equal in every shard."""
-_LARGEST = frozenset({"model_states"})
+_LARGEST = frozenset({"model_states", "largest_capacity", "largest_keys"})
 """Counts of distinct things that shards share: the merge keeps the largest,
 a lower bound of the campaign's figure."""
 _MEAN = frozenset({"mean_keys", "mean_idle"})

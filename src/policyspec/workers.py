@@ -268,7 +268,7 @@ def _merge(copies: list[tuple[int, EngineRun]]) -> EngineRun:
         merged.notes.extend(n for n in run.notes if n not in merged.notes)
         merged.error = merged.error or run.error
         for name, value in run.counts.items():
-            if name.startswith("mean_") or name in ("states",):
+            if name.startswith(("mean_", "largest_")) or name in ("states",):
                 merged.counts[name] = max(merged.counts.get(name, value), value)
             else:
                 merged.counts[name] = merged.counts.get(name, 0) + value
