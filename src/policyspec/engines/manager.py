@@ -9,7 +9,7 @@ harness, so all policy-level checks apply; on top, the manager's own promises
 are checked: MANAGER-BLOCK-IDS, MANAGER-IDLE-COUNT, MANAGER-NO-LOST-DATA.
 
 Unless ``--capacity`` fixes it, each example draws its cache size first, as
-the policy machine's do (``stateful.capacity_choice``): the run's capacity
+the policy machine's do (``CheckedMachine.size``): the run's capacity
 seven times in eight, else one of ``sizes.CAPACITIES`` (63 to 10,000),
 where requests are long prompts of ``sizes.LENGTHS`` blocks (up to half
 the cache) and one ``prepare_store`` evicts hundreds of blocks at once
@@ -26,20 +26,18 @@ from typing import Any, ClassVar
 from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from hypothesis.stateful import initialize, precondition, rule
+from hypothesis.stateful import precondition, rule
 
 from policyspec.engines.result import EngineRun
 from policyspec.engines.sizes import CAPACITIES, FILL_MOST, LENGTHS, sizes_up_to
 from policyspec.engines.stateful import (
     CheckedMachine,
     MachineStats,
-    capacity_choice,
-    end_example,
     run_machine,
     stamp_capacity,
 )
-from policyspec.harness import Aborted, ConformanceFailure, Lockstep, failure_type
-from policyspec.model.actions import Action, is_legal
+from policyspec.harness import Lockstep, failure_type
+from policyspec.model.actions import is_legal
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
@@ -121,10 +119,6 @@ class ManagerMachine(CheckedMachine):
 
     subject: ClassVar[Subject]
     profile: ClassVar[Profile]
-    capacity: ClassVar[int] = 64
-    """Every example's capacity when ``drawn`` is empty, else the small one."""
-    drawn: ClassVar[tuple[int, ...]] = ()
-    """The capacities an example draws from (``size``); empty: fixed."""
     options: ClassVar[ManagerOptions] = ManagerOptions()
     stats: ClassVar[MachineStats]
 
@@ -153,24 +147,6 @@ class ManagerMachine(CheckedMachine):
         harness.allocator = self._allocate
         return harness
 
-    @initialize(data=st.data())
-    def size(self, data: st.DataObject) -> None:
-        """The example's capacity, before any call: the run's, or one
-        example in ``stateful.LARGE_ONE_IN`` a large one."""
-        if not self.drawn:
-            return
-        cap = data.draw(capacity_choice(self.drawn, self.capacity), label="capacity")
-        if cap != self.cap:
-            self.cap = cap
-            self.h = self._harness()
-        note(f"capacity {cap}")
-
-    def teardown(self) -> None:
-        self.stats.capacities[self.cap] += 1
-        for failure in self.h.soft:
-            stamp_capacity(failure, self.cap)
-        end_example(self.stats, self.h)
-
     # -- manager bookkeeping --------------------------------------------------
 
     def _fail(self, requirement: str, message: str) -> None:
@@ -180,17 +156,6 @@ class ManagerMachine(CheckedMachine):
             raise failure
         if all(f.requirement != requirement for f in self.h.soft):
             self.h.soft.append(failure)
-
-    def _apply(self, action: Action) -> object:
-        self.stats.steps += 1
-        try:
-            return self.h.apply(action)
-        except ConformanceFailure as failure:
-            stamp_capacity(failure, self.cap)
-            raise
-        except Aborted as aborted:
-            stamp_capacity(aborted.failure, self.cap)
-            raise
 
     def _free_ids(self) -> int:
         return self.cap - self.fresh + len(self.free)

@@ -117,9 +117,54 @@ class MachineStats:
 
 class CheckedMachine(RuleBasedStateMachine):
     """A state machine ``run_machine`` can run: its class counts examples,
-    calls and checks in ``stats`` (the policy machine and the manager's)."""
+    calls and checks in ``stats`` (the policy machine and the manager's).
+    Each example drives one harness ``h`` at its own capacity ``cap``:
+    ``capacity``, or, when ``drawn`` is not empty, what ``size`` draws."""
 
     stats: ClassVar[MachineStats]
+    capacity: ClassVar[int] = 64
+    """The capacity of every example when ``drawn`` is empty, else the
+    largest of the small ones."""
+    drawn: ClassVar[tuple[int, ...]] = ()
+    """The capacities an example draws from (``size``); empty: fixed."""
+    cap: int
+    h: Lockstep
+
+    def _harness(self) -> Lockstep:
+        """A fresh harness at capacity ``cap``."""
+        raise NotImplementedError
+
+    def _apply(self, action: Action) -> object:
+        """``action`` through the harness; a failure keeps the capacity it
+        was found at (``stamp_capacity``)."""
+        self.stats.steps += 1
+        try:
+            return self.h.apply(action)
+        except ConformanceFailure as failure:
+            stamp_capacity(failure, self.cap)
+            raise
+        except Aborted as aborted:
+            stamp_capacity(aborted.failure, self.cap)
+            raise
+
+    @initialize(data=st.data())
+    def size(self, data: st.DataObject) -> None:
+        """The example's capacity, before any call (``capacity_choice``):
+        mostly a small one, one example in LARGE_ONE_IN a large one; the
+        draw shrinks to the smallest."""
+        if not self.drawn:
+            return
+        cap = data.draw(capacity_choice(self.drawn, self.capacity), label="capacity")
+        if cap != self.cap:
+            self.cap = cap
+            self.h = self._harness()
+        note(f"capacity {cap}")
+
+    def teardown(self) -> None:
+        self.stats.capacities[self.cap] += 1
+        for failure in self.h.soft:
+            stamp_capacity(failure, self.cap)
+        end_example(self.stats, self.h)
 
 
 class PolicyMachine(CheckedMachine):
@@ -127,11 +172,6 @@ class PolicyMachine(CheckedMachine):
 
     subject: ClassVar[Subject]
     profile: ClassVar[Profile]
-    capacity: ClassVar[int] = 64
-    """The capacity of every example when ``drawn`` is empty, else the
-    largest of the small ones."""
-    drawn: ClassVar[tuple[int, ...]] = ()
-    """The capacities an example draws from (``size``); empty: fixed."""
     pool: ClassVar[int] = 48
     """Keys are drawn from 0..pool-1 (plus a few never inserted); bulk rules
     add keys from pool + 4 on (``_fresh``)."""
@@ -159,36 +199,9 @@ class PolicyMachine(CheckedMachine):
 
     def _do(self, action: Action) -> None:
         note(describe(action))
-        self.stats.steps += 1
         if action[0] == "insert":
             self.inserted.add(action[1])
-        try:
-            self.h.apply(action)
-        except ConformanceFailure as failure:
-            stamp_capacity(failure, self.cap)
-            raise
-        except Aborted as aborted:
-            stamp_capacity(aborted.failure, self.cap)
-            raise
-
-    def teardown(self) -> None:
-        self.stats.capacities[self.cap] += 1
-        for failure in self.h.soft:
-            stamp_capacity(failure, self.cap)
-        end_example(self.stats, self.h)
-
-    @initialize(data=st.data())
-    def size(self, data: st.DataObject) -> None:
-        """The example's capacity, before any call (``capacity_choice``):
-        mostly a small one, one example in LARGE_ONE_IN a large one; the
-        draw shrinks to the smallest."""
-        if not self.drawn:
-            return
-        cap = data.draw(capacity_choice(self.drawn, self.capacity), label="capacity")
-        if cap != self.cap:
-            self.cap = cap
-            self.h = self._harness()
-        note(f"capacity {cap}")
+        self._apply(action)
 
     def _bulk(self) -> bool:
         """Whether this example has the bulk rules: a large capacity."""
