@@ -33,6 +33,7 @@ from policyspec.engines.sizes import (
 )
 from policyspec.engines.stateful import (
     SMALL_CAPACITY,
+    CheckedMachine,
     capacity_choice,
     drawn_capacities,
     policy_machine,
@@ -80,17 +81,20 @@ class _Lengths(LRUCachePolicy[Any, Any]):
         return super().evict(n, protected)
 
 
-def test_stateful_examples_draw_large_capacities_and_call_with_thousands_of_keys() -> None:
-    """A count of examples, not a time (a loaded machine runs fewer), from a
-    fixed seed: what the machine draws is the same on every machine."""
+def _examples(machine: type[CheckedMachine], examples: int, steps: int) -> Counter[int]:
+    """Run ``examples`` examples of ``machine`` (a count, not a time: a
+    loaded machine runs fewer) from a fixed seed, with ``_Lengths`` noting
+    its longest calls; the examples at each capacity."""
     _Lengths.longest.clear()
-    machine = policy_machine(subject_for_class(_Lengths), CORE, capacity=64,
-                             drawn=drawn_capacities(64, fixed=False))
-    test = get_state_machine_test(machine, settings=settings(
-        max_examples=300, stateful_step_count=60, deadline=None, database=None,
-        derandomize=True, suppress_health_check=list(HealthCheck)))
-    test()
-    sizes = machine.stats.capacities
+    get_state_machine_test(machine, settings=settings(
+        max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
+        derandomize=True, suppress_health_check=list(HealthCheck)))()
+    return machine.stats.capacities
+
+
+def test_stateful_examples_draw_large_capacities_and_call_with_thousands_of_keys() -> None:
+    sizes = _examples(policy_machine(subject_for_class(_Lengths), CORE, capacity=64,
+                                     drawn=drawn_capacities(64, fixed=False)), 300, 60)
     assert max(sizes) >= 4096 and sum(c for cap, c in sizes.items() if cap > 64) >= 10, sizes
     longest = _Lengths.longest
     # (the draws depend on the process's history a little: margins of 4x)
@@ -101,16 +105,9 @@ def test_stateful_examples_draw_large_capacities_and_call_with_thousands_of_keys
 def test_manager_examples_draw_large_capacities_with_long_prompts() -> None:
     """The manager machine (the other Hypothesis engine) draws its cache size
     per example too: long prompts touch a thousand keys and one
-    prepare_store evicts dozens at once. A count of examples from a fixed
-    seed, as above."""
-    _Lengths.longest.clear()
-    machine = manager_machine(subject_for_class(_Lengths), CORE, capacity=64,
-                              drawn=(64, *(c for c in CAPACITIES if c > 64)))
-    test = get_state_machine_test(machine, settings=settings(
-        max_examples=400, stateful_step_count=40, deadline=None, database=None,
-        derandomize=True, suppress_health_check=list(HealthCheck)))
-    test()
-    sizes = machine.stats.capacities
+    prepare_store evicts dozens at once."""
+    sizes = _examples(manager_machine(subject_for_class(_Lengths), CORE, capacity=64,
+                                      drawn=(64, *(c for c in CAPACITIES if c > 64))), 400, 40)
     assert max(sizes) >= 4096 and sum(c for cap, c in sizes.items() if cap > 64) >= 20, sizes
     longest = _Lengths.longest
     assert longest["touch"] >= 1000 and longest["n"] >= 64, longest
