@@ -390,17 +390,19 @@ def main(argv: list[str] | None = None) -> int:
         say("   target: >= 1,000,000 calls/s under core\n")
 
         long = directory / "long.jsonl"
-        written = repeat_history(short, long, args.copies) if "2" in sections else 0
-        say(f"2. Memory: the judge in a fresh process (peak resident set, VmHWM), the 1 M "
-            f"history against {args.copies} copies of it ({written:,} records, each copy after "
-            "a clear)")
-        for label, path in (("1x", short), (f"{args.copies}x", long)) if written else ():
-            for named in ("core", "core,lru"):
-                calls, passed, seconds, peak = judge_in_child(path, named)
-                say(f"   {label:<4} {named:<9} {calls:>12,} calls  peak {peak / 1024:7.1f} "
-                    f"MB  {calls / seconds:>11,.0f} calls/s  {'conforms' if passed else 'FAILS'}")
-        long.unlink(missing_ok=True)
-        say("   target: the peak flat from 1x to 10x\n")
+        if "2" in sections:
+            written = repeat_history(short, long, args.copies)
+            say(f"2. Memory: the judge in a fresh process (peak resident set, VmHWM), the 1 M "
+                f"history against {args.copies} copies of it ({written:,} records, each copy "
+                "after a clear)")
+            for label, path in (("1x", short), (f"{args.copies}x", long)):
+                for named in ("core", "core,lru"):
+                    calls, passed, seconds, peak = judge_in_child(path, named)
+                    say(f"   {label:<4} {named:<9} {calls:>12,} calls  peak {peak / 1024:7.1f} "
+                        f"MB  {calls / seconds:>11,.0f} calls/s  "
+                        f"{'conforms' if passed else 'FAILS'}")
+            long.unlink(missing_ok=True)
+            say("   target: the peak flat from 1x to 10x\n")
         if "3" in sections:
             _guard_section(args, directory, say)
     say(f"(load average {os.getloadavg()[0]:.1f} at the end)")
