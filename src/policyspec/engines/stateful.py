@@ -112,7 +112,7 @@ class MachineStats:
     examples: int = 0
     soft: list[ConformanceFailure] = field(default_factory=list)
     capacities: Counter[int] = field(default_factory=Counter)
-    """Examples run at each capacity (the policy machine's)."""
+    """Examples run at each capacity (``CheckedMachine.teardown``)."""
 
 
 class CheckedMachine(RuleBasedStateMachine):
@@ -562,7 +562,7 @@ witnesses a few steps long. The run's capacity (64) is the other small
 one; one example in LARGE_ONE_IN draws a large one (``sizes.CAPACITIES``)."""
 
 LARGE_ONE_IN = 8
-"""One example in this many draws a large capacity (``PolicyMachine.size``):
+"""One example in this many draws a large capacity (``CheckedMachine.size``):
 a large example costs tens of small ones (its bulk rules store hundreds of
 keys, each checked by the harness after every call)."""
 
@@ -571,7 +571,7 @@ _CHOICES: dict[tuple[tuple[int, ...], int], st.SearchStrategy[int]] = {}
 
 
 def capacity_choice(drawn: tuple[int, ...], capacity: int) -> st.SearchStrategy[int]:
-    """An example's capacity from ``drawn`` (``PolicyMachine.size``): one
+    """An example's capacity from ``drawn`` (``CheckedMachine.size``): one
     example in LARGE_ONE_IN one of the large ones, else SMALL_CAPACITY or
     ``capacity``; both choices shrink to the smallest. Made once per
     ``drawn`` (a handful: one per run capacity)."""
@@ -606,7 +606,7 @@ def run_stateful(
 ) -> EngineRun:
     """The stateful engine: unless the capacity is fixed, SMALL_SHARE of the
     time small examples only, then each example at a capacity of its own
-    (``drawn_capacities``, ``PolicyMachine.size``).
+    (``drawn_capacities``, ``CheckedMachine.size``).
     Findings at another capacity than ``capacity`` say so
     (``Finding.capacity``), so that their witness and repro run there; a
     large one is first tried at the smaller capacities (``_at_smallest``)."""
