@@ -345,11 +345,12 @@ def _long_example(
     return peak, None
 
 
-JUDGE_WORK = 4_000_000
+JUDGE_WORK = 1_000_000
 """The longest trace times capacity a long run's failure is judged at: the
 lockstep harness checks every block after every call, so a replay costs
-about that (seconds at this bound; minutes for a trace that fills 4,097
-blocks)."""
+about that, and judging and shrinking take several replays, which must
+fit in the engine's share of a quick run (benchmarks/results.txt).
+Longer ones are notes: the size engine judges faults of that size."""
 
 
 def _play_long(
