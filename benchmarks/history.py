@@ -159,8 +159,8 @@ def _write(chunk: Any, value: int) -> None:
 
 def capture_workload(requests: int, capacity: int, seed: int = 11) -> list[tuple[str, Any]]:
     from policyspec.guard import load_target
-    from policyspec.vllm_manager import OffloadingManagerEmulation
-    from policyspec.vllm_traffic import TrafficConfig, drive
+    from policyspec.vllm.manager import OffloadingManagerEmulation
+    from policyspec.vllm.traffic import TrafficConfig, drive
 
     capture = _Capture(load_target(REFERENCE_033)(cache_capacity=capacity))
     manager = OffloadingManagerEmulation(capture, capacity, listener=capture)

@@ -11,8 +11,8 @@ import pytest
 
 from policyspec.adapters import TargetError, subject_for_class
 from policyspec.adapters.revisions import detect
-from policyspec.adapters.standins import policies as sp
 from policyspec.protocols import API_NAMES, REVISIONS, signature_problems
+from policyspec.vllm.standins import policies as sp
 
 
 class _Six:

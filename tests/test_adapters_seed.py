@@ -10,9 +10,9 @@ from typing import Any
 
 from policyspec.adapters import SeedAdapter, load_subject, subject_for_class, unwrap
 from policyspec.adapters.seed import adapt
-from policyspec.adapters.standins import keys as standin_keys
-from policyspec.adapters.standins import policies as sp
 from policyspec.reference import ARCCachePolicy
+from policyspec.vllm.standins import keys as standin_keys
+from policyspec.vllm.standins import policies as sp
 
 CORPUS = Path(__file__).parent / "vllm_corpus"
 

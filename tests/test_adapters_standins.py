@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from policyspec.adapters import PlaceholderUsedError, installed, load_subject
-from policyspec.adapters.standins import keys as standin_keys
-from policyspec.adapters.standins import policies as standin_policies
 from policyspec.model.request import GROUP_STRIDE
 from policyspec.subject import offload_key
+from policyspec.vllm.standins import keys as standin_keys
+from policyspec.vllm.standins import policies as standin_policies
 
 
 def _vllm_modules() -> list[str]:

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import pytest
 
-from policyspec.adapters.standins.keys import ReqContext
 from policyspec.model import arc
 from policyspec.model.arc import ArcState, agrees_with, arc_well_formed
 from policyspec.model.arc_profile import ARCRefinement
@@ -27,6 +26,7 @@ from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
 from policyspec.registry import load_registry
 from policyspec.subject import Block
+from policyspec.vllm.standins.keys import ReqContext
 
 CTX = ReqContext("req-0")
 """The request the reference ARC's calls come from (R9 API)."""

@@ -32,8 +32,8 @@ from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRU033CachePolicy, LRUCachePolicy
 from policyspec.session import run_check
 from policyspec.subject import Subject
-from policyspec.vllm_manager import OffloadingManagerEmulation
-from policyspec.vllm_traffic import drive
+from policyspec.vllm.manager import OffloadingManagerEmulation
+from policyspec.vllm.traffic import drive
 
 
 def subject(cls: type) -> Subject:

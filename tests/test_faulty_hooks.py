@@ -17,10 +17,10 @@ from typing import TypeVar
 
 import pytest
 
-from policyspec.adapters.standins.keys import ReqContext
 from policyspec.reference import ARCCachePolicy, LRU033CachePolicy
-from policyspec.vllm_manager import Lookup, OffloadingManagerEmulation
-from policyspec.vllm_traffic import BLOCK_TOKENS, request_key
+from policyspec.vllm.manager import Lookup, OffloadingManagerEmulation
+from policyspec.vllm.standins.keys import ReqContext
+from policyspec.vllm.traffic import BLOCK_TOKENS, request_key
 
 HOOKS = Path(__file__).parent / "faulty" / "hooks"
 T = TypeVar("T")

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from policyspec.adapters.standins.keys import ReqContext
 from policyspec.guard import GuardPolicy
 from policyspec.history import format as fmt
 from policyspec.history.texts import CLOSED, NUMBERS, TextIds
 from policyspec.reference.lru import LRUCachePolicy
 from policyspec.reference.lru_033 import LRU033CachePolicy
 from policyspec.subject import Block
+from policyspec.vllm.standins.keys import ReqContext
 
 
 def _records(path: Path) -> list[Any]:

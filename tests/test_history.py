@@ -219,8 +219,8 @@ def test_rotated_segments_are_one_history_and_a_suffix_is_judged_from_its_header
     tmp_path: Path
 ) -> None:
     from policyspec.guard import GuardPolicy
-    from policyspec.vllm_manager import OffloadingManagerEmulation
-    from policyspec.vllm_traffic import TrafficConfig, drive
+    from policyspec.vllm.manager import OffloadingManagerEmulation
+    from policyspec.vllm.traffic import TrafficConfig, drive
 
     out = tmp_path / "h.jsonl"
     guard = GuardPolicy(CAPACITY, target=REFERENCE, history=out, max_bytes=40_000, segments=50)
@@ -239,8 +239,8 @@ def test_rotated_segments_are_one_history_and_a_suffix_is_judged_from_its_header
 
 def test_old_segments_are_deleted_beyond_the_limit(tmp_path: Path) -> None:
     from policyspec.guard import GuardPolicy
-    from policyspec.vllm_manager import OffloadingManagerEmulation
-    from policyspec.vllm_traffic import TrafficConfig, drive
+    from policyspec.vllm.manager import OffloadingManagerEmulation
+    from policyspec.vllm.traffic import TrafficConfig, drive
 
     out = tmp_path / "h.jsonl"
     guard = GuardPolicy(CAPACITY, target=REFERENCE, history=out, max_bytes=20_000, segments=3)

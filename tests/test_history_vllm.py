@@ -2,7 +2,7 @@
 ``CPUOffloadingManager`` loads ``policyspec.guard`` by module path
 (``cache_policy="GuardPolicy"``, ``cache_policy_module_path``) around the
 in-tree LRU and around a faulty policy of the corpus, request traffic runs
-(``vllm_traffic`` with vLLM's ``ReqContext``), and the recorded histories
+(``policyspec.vllm.traffic`` with vLLM's ``ReqContext``), and the recorded histories
 are judged: the in-tree LRU's conforms to core, the faulty one fails under
 its header's id, and the guard's check mode reports the same id online.
 Runs in .ci/vllm033.sh; skipped where vLLM does not import.
@@ -17,7 +17,7 @@ import pytest
 from vllm_env import require_vllm
 
 from policyspec.history.judge import judge_paths
-from policyspec.vllm_traffic import TrafficConfig, drive
+from policyspec.vllm.traffic import TrafficConfig, drive
 
 require_vllm("vllm.v1.kv_offload.cpu.manager")
 

@@ -16,10 +16,11 @@ import sys
 import pytest
 from vllm_env import require_vllm
 
-from policyspec.adapters import load_subject, standins
+from policyspec.adapters import load_subject
 from policyspec.profiles import get_profile
 from policyspec.report import Report
 from policyspec.session import run_check
+from policyspec.vllm import standins
 
 LRU = "vllm.v1.kv_offload.cpu.policies.lru"
 ARC = "vllm.v1.kv_offload.cpu.policies.arc"

@@ -15,13 +15,13 @@ from collections.abc import Hashable, Iterable
 import pytest
 
 from policyspec.adapters import subject_for_class, unwrap
-from policyspec.adapters.standins.keys import ReqContext
 from policyspec.engines.action_source import ActionSource
 from policyspec.harness import Lockstep
 from policyspec.model.arc import ArcState
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
 from policyspec.subject import Block
+from policyspec.vllm.standins.keys import ReqContext
 
 CTX = ReqContext("req-0")
 """The request every direct call comes from (R9: insert and touch take one)."""

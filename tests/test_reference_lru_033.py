@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from policyspec.adapters.standins.keys import ReqContext
-from policyspec.adapters.standins.policies import ChunkStatus
 from policyspec.reference import LRU033CachePolicy
+from policyspec.vllm.standins.keys import ReqContext
+from policyspec.vllm.standins.policies import ChunkStatus
 
 Policy = LRU033CachePolicy[str, ChunkStatus]
 

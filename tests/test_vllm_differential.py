@@ -1,9 +1,9 @@
 """Differential runs against the real vLLM 0.33.0 (run by .ci/vllm033.sh).
 
 1. The real ``CPUOffloadingManager`` and policyspec's emulation of it
-   (policyspec.vllm_manager), each around a recording proxy of the same
+   (policyspec.vllm.manager), each around a recording proxy of the same
    policy class (vLLM's own LRU and ARC, policyspec's references), driven
-   by the same request traffic (policyspec.vllm_traffic): the recorded
+   by the same request traffic (policyspec.vllm.traffic): the recorded
    policy calls (operation, thread, arguments with keys as small ids and
    container types, results) and the final eviction order must be equal.
 2. Each reference beside vLLM's own policy, both through the emulation on
@@ -26,9 +26,9 @@ from vllm_env import require_vllm
 
 from policyspec.reference import ARCCachePolicy as ReferenceARC
 from policyspec.reference import LRU033CachePolicy
-from policyspec.vllm_manager import OffloadingManagerEmulation
-from policyspec.vllm_recorder import Call, KeyNames, RecordingPolicy, first_difference
-from policyspec.vllm_traffic import TrafficConfig, drive
+from policyspec.vllm.manager import OffloadingManagerEmulation
+from policyspec.vllm.recorder import Call, KeyNames, RecordingPolicy, first_difference
+from policyspec.vllm.traffic import TrafficConfig, drive
 
 require_vllm("vllm.v1.kv_offload.cpu.manager")
 

@@ -1,5 +1,5 @@
 """The emulation of vLLM 0.33.0's CPUOffloadingManager
-(policyspec.vllm_manager), call by call on hand-made scenarios, without
+(policyspec.vllm.manager), call by call on hand-made scenarios, without
 vLLM: the order of the policy calls, their arguments and container types,
 the chunk pool, the counters, the request record. The same facts are held
 against the real manager by tests/test_vllm_differential.py.
@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from policyspec.adapters.standins.keys import ReqContext
 from policyspec.reference import LRU033CachePolicy
-from policyspec.vllm_manager import (
+from policyspec.vllm.manager import (
     Lookup,
     ManagerAssertionError,
     OffloadingManagerEmulation,
     RequestCacheAccess,
 )
-from policyspec.vllm_recorder import KeyNames, RecordingPolicy
-from policyspec.vllm_traffic import BLOCK_TOKENS, request_key
+from policyspec.vllm.recorder import KeyNames, RecordingPolicy
+from policyspec.vllm.standins.keys import ReqContext
+from policyspec.vllm.traffic import BLOCK_TOKENS, request_key
 
 
 def key(block: int, group: int = 0) -> bytes:

@@ -1,4 +1,4 @@
-"""policyspec's vLLM stand-ins (policyspec.adapters.standins) against the
+"""policyspec's vLLM stand-ins (policyspec.vllm.standins) against the
 real vLLM 0.33.0 (run by .ci/vllm033.sh): every name a stand-in module
 provides exists in vLLM's module with the same call signature, every
 deliberate difference is listed here with its reason (a new one, or one
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from vllm_env import require_vllm
 
-from policyspec.adapters.standins import MODELED, keys, policies
+from policyspec.vllm.standins import MODELED, keys, policies
 
 require_vllm("vllm.v1.kv_offload.cpu.policies.base")
 

@@ -1,4 +1,4 @@
-"""The request traffic (policyspec.vllm_traffic) on the emulated manager:
+"""The request traffic (policyspec.vllm.traffic) on the emulated manager:
 deterministic for a seed, rich in what the 0.33 caller contract is about
 (shared prefixes, missing and out-of-order positions, refusals, failures,
 late completions, resets that drop jobs), and on two threads when asked.
@@ -10,9 +10,9 @@ import threading
 from collections import Counter
 
 from policyspec.reference import ARCCachePolicy, LRU033CachePolicy
-from policyspec.vllm_manager import OffloadingManagerEmulation
-from policyspec.vllm_recorder import Call, RecordingPolicy
-from policyspec.vllm_traffic import TrafficConfig, TrafficCounts, drive
+from policyspec.vllm.manager import OffloadingManagerEmulation
+from policyspec.vllm.recorder import Call, RecordingPolicy
+from policyspec.vllm.traffic import TrafficConfig, TrafficCounts, drive
 
 
 def run(config: TrafficConfig, num_chunks: int = 8, threshold: int = 1,

@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from policyspec.adapters import standins
+from policyspec.vllm import standins
 
 __all__ = ["REQUIRED", "require_vllm"]
 

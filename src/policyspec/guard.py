@@ -61,7 +61,7 @@ def _base() -> type:
     try:
         module = importlib.import_module("vllm.v1.kv_offload.cpu.policies.base")
     except ImportError:
-        from policyspec.adapters.standins.policies import CachePolicy
+        from policyspec.vllm.standins.policies import CachePolicy
 
         return CachePolicy
     found: type = module.CachePolicy
@@ -203,7 +203,7 @@ def _plain_position_reads() -> frozenset[Any]:
     ``ReqContext`` and the stand-in of it. For those the guard reads the
     dict itself (a method call per key costs more than the rest of a hook's
     record)."""
-    from policyspec.adapters.standins.keys import ReqContext
+    from policyspec.vllm.standins.keys import ReqContext
 
     found: list[Any] = [ReqContext.get_offload_key_position]
     try:

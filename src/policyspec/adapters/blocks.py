@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from policyspec.adapters.standins import keys, policies, vllm_importable
+from policyspec.vllm.standins import keys, policies, vllm_importable
 
 __all__ = ["block_factory", "block_type", "req_context_class"]
 

@@ -19,15 +19,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from policyspec.adapters import compat, standins
+from policyspec.adapters import compat
 from policyspec.adapters.blocks import block_factory, block_type, req_context_class
 from policyspec.adapters.errors import TargetError
 from policyspec.adapters.revisions import FORK_HOOKS, block_kind, detect
 from policyspec.adapters.seed import HOOK_REVISIONS, adapt
-from policyspec.adapters.standins.placeholders import LoadRecord, PlaceholderUsedError
 from policyspec.adapters.target import import_target, parse_target, resolve_class, where_raised
 from policyspec.protocols import API_NAMES, REVISIONS, check_signatures, own_member
 from policyspec.subject import SeedPolicy, Subject, offload_key
+from policyspec.vllm import standins
+from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError
 
 __all__ = ["load_subject", "subject_for_class"]
 

@@ -1,6 +1,6 @@
 """``policyspec record TARGET --out PATH``: run TARGET under
 ``policyspec.guard`` behind the emulation of vLLM 0.33's offloading manager
-(``vllm_manager``), driven by its request traffic (``vllm_traffic``), and
+(``policyspec.vllm.manager``), driven by its request traffic (``policyspec.vllm.traffic``), and
 write the history: to try the guard and ``check-history`` without a vLLM
 server."""
 
@@ -53,8 +53,8 @@ def record(target: str, out: str, *, calls: int, seed: int = 0, capacity: int = 
 def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode: str,
             two_threads: bool) -> tuple[Any, BaseException | None]:
     from policyspec.guard import GuardPolicy
-    from policyspec.vllm_manager import OffloadingManagerEmulation
-    from policyspec.vllm_traffic import TrafficConfig, drive
+    from policyspec.vllm.manager import OffloadingManagerEmulation
+    from policyspec.vllm.traffic import TrafficConfig, drive
 
     guard = GuardPolicy(capacity, target=target, mode=mode, history=out)
     manager = OffloadingManagerEmulation(guard, capacity)
@@ -75,7 +75,7 @@ def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode
 
 def _context(round_: int, req_id: str) -> Any:
     """Request ids unique over the rounds (each round numbers its own)."""
-    from policyspec.adapters.standins.keys import ReqContext
+    from policyspec.vllm.standins.keys import ReqContext
 
     return ReqContext(f"{round_}-{req_id}")
 

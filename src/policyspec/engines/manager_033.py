@@ -3,8 +3,8 @@ under traffic").
 
 The manager engine (engines/manager.py) plays the seed-era manager. This
 one puts the policy under test behind the emulation of 0.33.0's
-``CPUOffloadingManager`` (``policyspec.vllm_manager``, held to the real
-manager by the differential test) and plays ``policyspec.vllm_traffic``'s
+``CPUOffloadingManager`` (``policyspec.vllm.manager``, held to the real
+manager by the differential test) and plays ``policyspec.vllm.traffic``'s
 seeded request traffic on it: requests whose keys and positions are spread
 over several store batches, lookups and loads of cached prefixes,
 completions that succeed or fail, touches, finishes, resets, and the store
@@ -54,7 +54,6 @@ from dataclasses import fields
 from time import monotonic
 from typing import Any
 
-from policyspec.adapters.standins.keys import ReqContext, get_offload_group_idx
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.result import EngineRun, Finding
@@ -67,8 +66,9 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
-from policyspec.vllm_manager import ManagerAssertionError, OffloadingManagerEmulation
-from policyspec.vllm_traffic import TrafficConfig, TrafficCounts, drive
+from policyspec.vllm.manager import ManagerAssertionError, OffloadingManagerEmulation
+from policyspec.vllm.standins.keys import ReqContext, get_offload_group_idx
+from policyspec.vllm.traffic import TrafficConfig, TrafficCounts, drive
 
 __all__ = [
     "ENGINE",

@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from policyspec.adapters.standins import keys, policies
-from policyspec.adapters.standins.placeholders import (
+from policyspec.vllm.standins import keys, policies
+from policyspec.vllm.standins.placeholders import (
     LoadRecord,
     PlaceholderUsedError,
     StandinModule,

@@ -3,7 +3,7 @@ scheduler asks of a ``CPUOffloadingManager``, generated from a seed.
 
 ``drive(manager, config)`` plays requests against any object with the
 manager's methods (the real ``CPUOffloadingManager`` or
-``policyspec.vllm_manager.OffloadingManagerEmulation``) and returns counts.
+``policyspec.vllm.manager.OffloadingManagerEmulation``) and returns counts.
 Requests come in families that share a prefix; each has keys in several
 KV-cache groups (the second group holds only the tail, as a sliding window
 does), end-token positions on its ``ReqContext`` (for some requests a few
@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from policyspec.adapters.standins.keys import ReqContext, make_offload_key
+from policyspec.vllm.standins.keys import ReqContext, make_offload_key
 
 __all__ = [
     "BLOCK_TOKENS",

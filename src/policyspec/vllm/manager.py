@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-from policyspec.adapters.standins.keys import get_offload_group_idx
-from policyspec.adapters.standins.policies import ChunkStatus
+from policyspec.vllm.standins.keys import get_offload_group_idx
+from policyspec.vllm.standins.policies import ChunkStatus
 
 __all__ = [
     "Lookup",
