@@ -12,7 +12,7 @@ from policyspec.engines import ENGINES
 def test_engine_speed_measures_every_default_engine() -> None:
     speeds = list(measure_engines(0.05, 1, profiles=("core",)))
     # The engines' rows run on the seed LRU: an engine that needs a
-    # capability it lacks (manager-0.33: the request hooks) makes no call.
+    # capability it lacks (vllm-manager: the request hooks) makes no call.
     idle = [s for s in speeds if _needs_a_capability(s.engine)]
     speeds = [s for s in speeds if not _needs_a_capability(s.engine)]
     assert speeds and all(s.checked and min(s.checked) > 0 and s.calls for s in speeds)

@@ -1,4 +1,4 @@
-"""The manager-0.33 engine: vLLM 0.33.0's manager (its emulation) under
+"""The vllm-manager engine: vLLM 0.33.0's manager (its emulation) under
 request traffic, every policy call judged through the Lockstep harness.
 
 The references pass under their profiles, with the store threshold off and

@@ -37,6 +37,10 @@ class Profile:
     """Registry profiles whose requirements apply (lru includes core)."""
     refinement: Refinement | None = None
     description: str = ""
+    api: str | None = None
+    """The API revision of the vLLM release this profile describes exactly
+    (registry ``api``), or None: a policy that fits several revisions is
+    driven as this one under the profile."""
 
     @property
     def exact(self) -> bool:
@@ -69,7 +73,7 @@ def get_profile(name: str) -> Profile:
     entry = entries.get(name)
     if entry is not None:
         refinement = _build(entry.refinement) if entry.refinement else None
-        profile = Profile(entry.name, entry.includes, refinement, entry.description)
+        profile = Profile(entry.name, entry.includes, refinement, entry.description, entry.api)
         PROFILES[name] = profile
         return profile
     if ":" in name:

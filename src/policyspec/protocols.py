@@ -38,6 +38,7 @@ __all__ = [
     "CachePolicyR7b",
     "CachePolicyR8",
     "CachePolicyR9",
+    "CachePolicyR10",
     "CachePolicyRMinus1",
     "CallShape",
     "MethodSpec",
@@ -199,6 +200,28 @@ class CachePolicyR9(_Marks, _RequestHooks, Protocol):
     def on_request_access(self, keys: Iterable[Any], req_context: Any, /) -> None: ...
 
 
+class CachePolicyR10(_Marks, Protocol):
+    """R10, vLLM 0.34.0 (its PyPI wheel): ``touch`` is gone; recency and
+    promotion come only from the request hooks, of which
+    ``on_request_finished`` is abstract (the other two default to doing
+    nothing)."""
+
+    def get(self, key: Any, /) -> Any: ...
+    def insert(self, key: Any, chunk: Any, req_context: Any, /) -> None: ...
+    def remove(self, key: Any, /) -> None: ...
+    def evict(self, n: int, protected: set[Any], /) -> Victims: ...
+    def on_store_miss(self, keys: Iterable[Any], req_context: Any, /) -> None: ...
+    def on_request_access(self, keys: Iterable[Any], req_context: Any, /) -> None: ...
+    def on_request_finished(
+        self,
+        key_groups: Sequence[Sequence[Any]],
+        insertion_only_keys: set[Any],
+        reused_keys: set[Any],
+        req_context: Any,
+        /,
+    ) -> None: ...
+
+
 # -- the same revisions as data --------------------------------------------
 
 Kind = Literal["core", "abstract", "hook"]
@@ -229,7 +252,17 @@ class Revision:
     """True when blocks are ``ChunkStatus`` (``chunk_id``)."""
     released: bool = True
     """False for the revisions that come from pull-request heads and are in
-    no vLLM release up to 0.33.0 (R6, R7, R7b: CONTRACT.md section 5)."""
+    no vLLM release up to 0.34.0 (R6, R7, R7b: CONTRACT.md section 5)."""
+
+    @property
+    def touches(self) -> bool:
+        """Whether its manager calls ``touch`` (every revision before R10)."""
+        return self.method("touch") is not None
+
+    @property
+    def hooks(self) -> bool:
+        """Whether its manager calls the request hooks (R8 and later)."""
+        return self.method("on_store_miss") is not None
 
     def method(self, name: str) -> MethodSpec | None:
         return next((m for m in self.methods if m.name == name), None)
@@ -377,6 +410,24 @@ _TABLE = (
             _FINISHED,
         ),
         CachePolicyR9,
+        chunks=True,
+    ),
+    Revision(
+        "R10",
+        "vLLM 0.34.0: touch removed; on_request_finished abstract",
+        (
+            _m("get(key)"),
+            _m("insert(key, chunk, req_context)"),
+            _m("remove(key)"),
+            _m("evict(n, protected)"),
+            _CLEAR,
+            *_MARKS,
+            _m("on_store_miss(keys, req_context)", "hook"),
+            _m("on_request_access(keys, req_context)", "hook"),
+            _m("on_request_finished(key_groups, insertion_only_keys, reused_keys, req_context)",
+               "abstract"),
+        ),
+        CachePolicyR10,
         chunks=True,
     ),
 )

@@ -56,6 +56,10 @@ class ProfileEntry:
     refinement: str | None
     """``package.module:Class`` of its ``model.step.Refinement``, or None."""
     description: str
+    api: str | None = None
+    """The API revision of the vLLM release whose policy the profile
+    describes exactly (``lru-0.34``: R10), or None. A policy that fits
+    several revisions is driven as this one under the profile."""
 
 
 def spec_dir() -> Path:
@@ -87,6 +91,7 @@ def load_profile_entries() -> dict[str, ProfileEntry]:
             includes=tuple(str(p) for p in table["includes"]),
             refinement=str(table["refinement"]) if "refinement" in table else None,
             description=str(table.get("description", "")),
+            api=str(table["api"]) if "api" in table else None,
         )
         if entry.name in found:
             raise ValueError(f"{path.name}: duplicate profile {entry.name}")

@@ -149,12 +149,13 @@ def check_target(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if isinstance(target, str):
-        subject = load_subject(target, stand_in=options.stand_in, api=options.api)
+        subject = load_subject(target, stand_in=options.stand_in, api=options.api,
+                               prefer=chosen.api)
     else:
         if options.isolate:
             raise UsageError("isolation needs a target the child process can import "
                              "(pkg.module:Class or file.py:Class), not a class object")
-        subject = subject_for_class(target, api=options.api)
+        subject = subject_for_class(target, api=options.api, prefer=chosen.api)
     with _isolated(target, subject, options) as isolated:
         return run_check(isolated, chosen, options=options, progress=progress)
 
@@ -171,7 +172,9 @@ def _isolated(target: str | type, subject: Subject, options: CheckOptions) -> It
 
     limit = options.call_timeout + 2.0 if options.call_timeout > 0 else 3600.0
     try:
-        child = IsolatedTarget(target, api=options.api, stand_in=options.stand_in,
+        # The revision this process chose (a policy may fit two: the child
+        # must drive it as the same one).
+        child = IsolatedTarget(target, api=subject.api, stand_in=options.stand_in,
                                memory_limit_mb=options.memory_limit_mb, timeout=limit)
     except ChildError as exc:
         raise TargetError(f"--isolate: the child process did not start: {exc}") from None
@@ -507,6 +510,14 @@ def _stale_request(
 
 
 
+def _lacks(subject: Subject, missing: list[str]) -> str:
+    """Why a requirement does not apply: the policy, or the API revision it
+    is driven as (vLLM 0.34's R10 has no touch), lacks what it needs."""
+    if missing == ["touch"]:
+        return f"API revision {subject.api} has no touch"
+    return f"the policy has no {', '.join(missing)}"
+
+
 def _family(profile: Profile, requirement: str) -> frozenset[str]:
     """The ids a shrunk trace may fail with and still show the same fault: a
     refinement's wrong victims and its needless refusal are both a wrong
@@ -575,7 +586,7 @@ def _report(
         if req.id in best:
             status, reason = FAIL, ""
         elif missing:
-            status, reason = NA, f"the policy has no {', '.join(missing)}"
+            status, reason = NA, _lacks(subject, missing)
         elif req.id in not_applicable:
             status, reason = NA, not_applicable[req.id]
         elif checked[req.id] > 0:

@@ -25,8 +25,9 @@ __all__ = [
     "subject_from_class",
 ]
 
-ALL_CAPABILITIES = frozenset({"clear", "mark"})
-"""Optional parts of the seed API: ``clear`` (R2+), ``mark`` (mark_*, R3+)."""
+ALL_CAPABILITIES = frozenset({"clear", "mark", "touch"})
+"""Optional parts of the seed API: ``clear`` (R2+), ``mark`` (mark_*, R3+),
+``touch`` (every revision before R10: vLLM 0.34.0 removed it)."""
 KNOWN_CAPABILITIES = ALL_CAPABILITIES | {"hooks", "isolated", "evict_until"}
 """Every capability a requirement may need: also ``hooks`` (the request
 hooks of R8 and R9, vLLM 0.33), ``isolated`` (run under --isolate) and
@@ -108,7 +109,8 @@ class Subject:
 
 def subject_from_class(cls: Callable[..., Any], name: str | None = None) -> Subject:
     """A Subject for a class that already speaks the seed API, built as
-    ``cls(cache_capacity=N)`` exactly as vLLM builds it."""
+    ``cls(cache_capacity=N)`` exactly as vLLM builds it (every seed
+    capability: clear, mark and touch)."""
 
     def build(capacity: int) -> SeedPolicy:
         policy: SeedPolicy = cls(cache_capacity=capacity)

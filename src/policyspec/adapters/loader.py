@@ -22,12 +22,13 @@ from typing import Any
 from policyspec.adapters import compat
 from policyspec.adapters.blocks import block_factory, block_type, req_context_class
 from policyspec.adapters.errors import TargetError
-from policyspec.adapters.revisions import FORK_HOOKS, block_kind, detect
+from policyspec.adapters.revisions import FORK_HOOKS, Detection, block_kind, detect
 from policyspec.adapters.seed import HOOK_REVISIONS, adapt
 from policyspec.adapters.target import import_target, parse_target, resolve_class, where_raised
 from policyspec.protocols import API_NAMES, REVISIONS, check_signatures, own_member
 from policyspec.subject import SeedPolicy, Subject, offload_key
 from policyspec.vllm import standins
+from policyspec.vllm.releases import RELEASES, installed_release
 from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError
 
 __all__ = ["load_subject", "subject_for_class"]
@@ -36,13 +37,20 @@ _REQUEST_ID = "policyspec-req-0"
 
 
 def load_subject(
-    target: str, *, stand_in: bool = True, api: str | None = None, capacity_probe: int = 4
+    target: str,
+    *,
+    stand_in: bool = True,
+    api: str | None = None,
+    capacity_probe: int = 4,
+    prefer: str | None = None,
 ) -> Subject:
     """The Subject for ``pkg.module:Class`` or ``path/to/file.py:Class``.
 
     ``stand_in=False`` never installs the vLLM stand-ins (a file that needs
     vLLM then fails with a TargetError when vLLM is absent); ``api`` forces
-    an API revision (``--api``). Raises TargetError for every user mistake.
+    an API revision (``--api``); ``prefer`` is the revision to drive a
+    policy that fits several as (the profile's, ``Profile.api``). Raises
+    TargetError for every user mistake.
     """
     parsed = parse_target(target)
     _check_api(api)
@@ -66,17 +74,19 @@ def load_subject(
                 notes.append(_placeholder_note(record.names))
         elif standins.vllm_importable() and _uses_vllm(module):
             notes.append("vLLM is installed: the policy ran against its own modules")
-        subject = _subject(cls, api, target, capacity_probe, notes)
+        subject = _subject(cls, api, target, capacity_probe, notes, prefer)
         return subject if stand_in else replace(subject, stand_in=False)
 
 
-def subject_for_class(cls: type, *, api: str | None = None, capacity_probe: int = 4) -> Subject:
+def subject_for_class(
+    cls: type, *, api: str | None = None, capacity_probe: int = 4, prefer: str | None = None
+) -> Subject:
     """The Subject for a class given directly (pytest plugin, library use)."""
     if not isinstance(cls, type):
         raise TargetError(f"{cls!r} is not a class")
     _check_api(api)
     name = f"{cls.__module__}:{cls.__qualname__}"
-    return _subject(cls, api, name, capacity_probe, [])
+    return _subject(cls, api, name, capacity_probe, [], prefer)
 
 
 def _check_api(api: str | None) -> None:
@@ -99,18 +109,50 @@ def _placeholder_note(names: list[str]) -> str:
     )
 
 
+def _choose(found: Detection, api: str | None, prefer: str | None) -> tuple[str, str]:
+    """The revision to drive the class as, and the note that says why: the
+    forced one; else, for a class that fits several, the profile's, then
+    the installed vLLM's, then the newest; else the detected one."""
+    if api is not None:
+        return api, f"API revision {api} forced (detection says {found.api}: {found.reason})"
+    if not found.fits:
+        return found.api, f"API revision {found.api} detected: {found.reason}"
+    installed = installed_release()
+    if prefer in found.fits:
+        chosen, why = prefer, "the revision of the profile's vLLM release"
+    elif installed is not None and installed[1] is not None and (
+        installed[1].revision in found.fits
+    ):
+        chosen, why = installed[1].revision, f"the installed vLLM {installed[0]}'s revision"
+    else:
+        chosen = found.fits[0]
+        why = "the newest it fits" + (
+            " (no vLLM is installed)" if installed is None
+            else f" (the installed vLLM {installed[0]} is not a release policyspec knows)"
+            if installed[1] is None else "")
+    others = ", ".join(
+        f"--api {r} drives it as {_as_release(r)} does" for r in found.fits if r != chosen)
+    return chosen, (f"API revision {chosen} chosen, {why}: the policy fits "
+                    f"{' and '.join(found.fits)} ({found.reason}); {others}")
+
+
+def _as_release(revision: str) -> str:
+    release = next((r for r in RELEASES if r.revision == revision), None)
+    return f"vLLM {release.series}" if release else f"revision {revision}"
+
+
 def _subject(
-    cls: type, api: str | None, name: str, capacity_probe: int, notes: list[str]
+    cls: type,
+    api: str | None,
+    name: str,
+    capacity_probe: int,
+    notes: list[str],
+    prefer: str | None = None,
 ) -> Subject:
     label = cls.__name__
     found = detect(cls)
-    chosen = api or found.api
-    if api is None:
-        notes.insert(0, f"API revision {chosen} detected: {found.reason}")
-    else:
-        notes.insert(
-            0, f"API revision {chosen} forced (detection says {found.api}: {found.reason})"
-        )
+    chosen, how = _choose(found, api, prefer)
+    notes.insert(0, how)
     if chosen in REVISIONS and not REVISIONS[chosen].released:
         notes.insert(1, f"API revision {chosen} never shipped in a vLLM release: it comes from "
                         "a pull-request head")
@@ -140,6 +182,11 @@ def _subject(
         )
     if own_member(cls, "evict_until") is not None:
         capabilities.add("evict_until")
+    if REVISIONS[chosen].touches:
+        capabilities.add("touch")
+    else:
+        notes.append(f"API revision {chosen} has no touch: vLLM's manager never calls it, and "
+                     "requirements that need touch do not apply")
     if chosen in HOOK_REVISIONS:
         capabilities.add("hooks")
     if found.hooks:

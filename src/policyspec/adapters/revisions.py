@@ -2,15 +2,22 @@
 parameter lists the class itself defines (never from the defaults of the
 ``CachePolicy`` it derives from).
 
-The newest feature present decides, because revisions only ever add to the
-interface: R9's ``insert(key, chunk, req_context)`` (or its upstream
-``on_request_access``), R8 hooks, then R7b's ``deprioritized``, R6's session
+The newest feature present decides, because revisions mostly add to the
+interface: R10 (vLLM 0.34.0) is the request hooks without ``touch``; R9's
+``insert(key, chunk, req_context)`` (or its upstream
+``on_request_access``) with ``touch``, R8 hooks, then R7b's ``deprioritized``, R6's session
 arguments, R7's ``evict_until`` or chunks, R4's ``req_context`` in ``touch``,
 R3's ``mark_*``, R2's ``clear``; without any of them the module the
 class's ``CachePolicy`` comes from tells R-1, R0 and R1 apart, and only a
 class with no vLLM base falls back on a ``block_hash`` parameter name. Each
 reason names the evidence that decided. Methods of
 fork-only variants are listed, never required (CONTRACT.md section 1).
+
+R10 removed a method, so a class can fit two revisions: one written for
+vLLM 0.33 that defines ``on_request_finished`` itself and still defines
+``touch`` is a complete R9 policy and a complete R10 one. ``Detection.fits``
+lists every revision it fits, newest first; the loader chooses among them
+(the installed vLLM's revision, else the newest) and says so.
 """
 
 from __future__ import annotations
@@ -66,6 +73,9 @@ class Detection:
     hooks: tuple[str, ...]
     """Hooks of later revisions the class defines itself."""
     fork_hooks: tuple[str, ...]
+    fits: tuple[str, ...] = ()
+    """Every revision the class is a complete policy of, newest first, when
+    it fits more than one (R10 and R9); empty otherwise."""
 
 
 def _shape(cls: type, name: str) -> CallShape | None:
@@ -91,7 +101,37 @@ def detect(cls: type) -> Detection:
     api, reason = _decide(cls, set(hooks))
     if _ztysth_access(cls):
         reason += _ZTYSTH_NOTE
-    return Detection(api, reason, hooks, forks)
+    fits: tuple[str, ...] = ()
+    if api == "R9" and _finishes(cls):
+        fits = ("R10", "R9")
+        api = "R10"
+        reason += (
+            "; it also defines on_request_finished itself, so it is a complete R10 "
+            "(vLLM 0.34.0) policy too, one that still defines touch"
+        )
+    return Detection(api, reason, hooks, forks, fits)
+
+
+def _finishes(cls: type) -> bool:
+    """True when the class defines ``on_request_finished(key_groups,
+    insertion_only_keys, reused_keys, req_context)`` itself (R10 requires
+    it: vLLM 0.34.0 made it abstract)."""
+    finished = _shape(cls, "on_request_finished")
+    return finished is not None and finished.accepts(4)
+
+
+def _r10(cls: type) -> str | None:
+    """Why ``cls`` is an R10 (vLLM 0.34.0) policy and no other, or None: it
+    has no ``touch`` and either defines the request hooks' finish or has
+    R9's evidence (which, without ``touch``, only R10 completes)."""
+    if own_member(cls, "touch") is not None:
+        return None
+    insert = _shape(cls, "insert")
+    if _finishes(cls) and (insert is None or insert.accepts(3)):
+        return ("it defines on_request_finished(key_groups, insertion_only_keys, reused_keys, "
+                "req_context) and no touch")
+    why_r9 = _r9(cls)
+    return None if why_r9 is None else f"{why_r9}, and it defines no touch"
 
 
 def _ztysth_access(cls: type) -> bool:
@@ -123,6 +163,9 @@ def _decide(cls: type, hooks: set[str]) -> tuple[str, str]:
     evict = _shape(cls, "evict")
     finished = _shape(cls, "on_request_finished")
     extra = evict.names[2 : evict.required] if evict else ()
+    why_r10 = _r10(cls)
+    if why_r10 is not None:
+        return "R10", why_r10
     why_r9 = _r9(cls)
     if why_r9 is not None:
         return "R9", why_r9

@@ -7,8 +7,10 @@ policy's own bound methods where the shapes agree and one small closure
 where they do not, so the wrapper costs one extra call at most:
 
 * R4, R5, R7, R8, R9: ``touch(keys)`` -> ``touch(keys, req_context)``;
-* R9: ``insert(key, block)`` -> ``insert(key, block, req_context)``, the
-  storing request's context, as vLLM 0.33.0's manager passes it;
+  R10 (vLLM 0.34.0) has no ``touch``: the view has none either, and the
+  engines never call it (capability ``touch``);
+* R9, R10: ``insert(key, block)`` -> ``insert(key, block, req_context)``,
+  the storing request's context, as vLLM's manager passes it;
 * R7b: ``evict(n, p)`` -> ``evict(n, p, set())`` (nothing deprioritized);
 * R6 / R6-draft: ``evict(n, p)`` -> ``evict(n, p, req_context, depth)`` and
   every ``insert`` inside ``open_session(req_context, depth)`` /
@@ -18,11 +20,13 @@ where they do not, so the wrapper costs one extra call at most:
   then the number of offered keys already cached before the first missing
   one (the batch's prefix depth), otherwise 0 and one session per insert.
 
-* R8, R9: the request hooks ``on_store_miss(keys, ctx)``,
+* R8, R9, R10: the request hooks ``on_store_miss(keys, ctx)``,
   ``on_request_access(keys, ctx)`` and ``on_request_finished(groups,
   insertion_only, reused, ctx)``, the policy's own or, for a class that
-  lacks one, the default of vLLM's ``CachePolicy`` base class (touch,
-  nothing, one touch per group); and R9's ``insert(key, block, ctx)`` with
+  does not define one itself, the default of that revision's
+  ``CachePolicy`` base class (R8 and R9: touch, nothing, one touch per
+  group; R10: nothing, nothing, and ``on_request_finished`` is abstract, so
+  nothing for a class without it); and ``insert(key, block, ctx)`` with
   the storing request's context (the default context when none is given).
 
 ``req_context`` is a vLLM ``ReqContext`` the harness may replace
@@ -36,13 +40,14 @@ import copy
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from policyspec.protocols import own_member
 from policyspec.subject import SeedPolicy
 
 __all__ = ["HOOK_REVISIONS", "SeedAdapter", "adapt", "unwrap"]
 
 _TOUCH_CONTEXT = frozenset({"R4", "R5", "R6", "R6-draft", "R7", "R7b", "R8", "R9"})
 _SESSIONS = frozenset({"R6", "R6-draft"})
-HOOK_REVISIONS = frozenset({"R8", "R9"})
+HOOK_REVISIONS = frozenset({"R8", "R9", "R10"})
 """Revisions whose manager calls the request hooks (capability ``hooks``)."""
 
 
@@ -157,7 +162,7 @@ def adapt(
 ) -> SeedPolicy:
     """``policy`` seen through the seed API (module doc)."""
     touch_ctx = revision in _TOUCH_CONTEXT
-    if not touch_ctx and revision not in _SESSIONS:
+    if not touch_ctx and revision not in _SESSIONS and revision not in HOOK_REVISIONS:
         seed: SeedPolicy = policy
         return seed
     w = SeedAdapter(policy, revision, req_context)
@@ -176,7 +181,7 @@ def adapt(
             policy_touch(keys, w.req_context)
 
         w.touch = touch
-    if revision == "R9":
+    if revision in ("R9", "R10"):
         policy_insert = policy.insert
 
         def insert_in_request(key: Any, block: Any, req_context: Any = None) -> None:
@@ -205,23 +210,37 @@ def adapt(
 
 
 def _hooks(w: SeedAdapter, policy: Any) -> None:
-    """The policy's request hooks, or the base class's defaults for those it
-    lacks (a class written without vLLM's ``CachePolicy`` as its base)."""
-    touch = policy.touch
-
-    def store_miss(keys: Iterable[Any], req_context: Any) -> None:
-        touch(keys, req_context)
+    """The policy's own request hooks, or its revision's defaults for those
+    it does not define itself: R8 and R9's base class touches, R10's does
+    nothing. (The defaults of a stand-in or real base class are not taken:
+    a class that fits two revisions inherits one base, and is driven with
+    the defaults of the revision it is driven as.)"""
+    cls = type(policy)
 
     def access(keys: Iterable[Any], req_context: Any) -> None:
         return None
 
-    def finished(groups: Any, insertion_only: Any, reused: Any, req_context: Any) -> None:
-        for keys in groups:
+    if w.revision == "R10":
+        store_miss: Callable[[Iterable[Any], Any], None] = access
+
+        def finished(groups: Any, insertion_only: Any, reused: Any, req_context: Any) -> None:
+            return None
+    else:
+        touch = policy.touch
+
+        def store_miss(keys: Iterable[Any], req_context: Any) -> None:
             touch(keys, req_context)
 
-    w.on_store_miss = getattr(policy, "on_store_miss", store_miss)
-    w.on_request_access = getattr(policy, "on_request_access", access)
-    w.on_request_finished = getattr(policy, "on_request_finished", finished)
+        def finished(groups: Any, insertion_only: Any, reused: Any, req_context: Any) -> None:
+            for keys in groups:
+                touch(keys, req_context)
+
+    own = own_member
+    w.on_store_miss = policy.on_store_miss if own(cls, "on_store_miss") else store_miss
+    w.on_request_access = (
+        policy.on_request_access if own(cls, "on_request_access") else access)
+    w.on_request_finished = (
+        policy.on_request_finished if own(cls, "on_request_finished") else finished)
 
 
 def _sessions(w: SeedAdapter, policy: Any, *, draft: bool) -> None:

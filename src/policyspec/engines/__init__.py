@@ -211,6 +211,7 @@ def _manager_033(ctx: EngineContext) -> EngineRun:
                            fixed=ctx.capacity_fixed)
 
 
-# vLLM 0.33.0's manager (its emulation) under request traffic, for a policy
-# with the request hooks; it makes no call, with a note, on other revisions.
-register_engine(Engine("manager-0.33", _manager_033, 0.08, needs="hooks"))
+# vLLM's manager of the policy's release (its emulation: 0.33.0 for R8 and
+# R9, 0.34.0 for R10) under request traffic, for a policy with the request
+# hooks; it makes no call, with a note, on other revisions.
+register_engine(Engine("vllm-manager", _manager_033, 0.08, needs="hooks"))

@@ -107,6 +107,7 @@ class ActionSource:
         pool: int,
         capacity: int,
         with_clear: bool = True,
+        with_touch: bool = True,
         weights: Sequence[int] = DEFAULT_WEIGHTS,
         long: bool = False,
     ) -> None:
@@ -120,6 +121,8 @@ class ActionSource:
         self.weights = list(weights)
         if not with_clear:
             self.weights[-1] = 0
+        if not with_touch:  # vLLM 0.34 (R10) has no touch
+            self.weights[KINDS.index("touch")] = 0
         self._room = min(pool, capacity)
         self._pressure = self._room - self._room // 8
         self._storing: list[int] = []

@@ -134,6 +134,8 @@ class _Session:
         self.capacity = harness.capacity
         self.pool = POOL_FACTOR * harness.capacity
         self.hooks = subject.has("hooks")
+        self.touches = subject.has("touch")
+        """Without touch (R10) a second access is always a request's reuse."""
         self.clears = subject.has("clear")
         self.inserted: set[int] = set()
         self.request = 0
@@ -217,11 +219,11 @@ class _Session:
 
     def touch(self) -> None:
         """Ready keys seen again (T1 -> T2), with a departed key now and then:
-        by ``touch``, or with the request hooks half the time by a request
-        that reuses them (promoted when it finishes)."""
+        by ``touch``, or with the request hooks half the time (always without
+        touch, R10) by a request that reuses them (promoted when it finishes)."""
         ready = self._with("ready")
         keys = self.rng.sample(ready, min(len(ready), self.rng.randint(1, 3)))
-        if self.hooks and keys and self.rng.random() < 0.5:
+        if self.hooks and keys and (not self.touches or self.rng.random() < 0.5):
             self.request += 1
             self.do(("on_request_access", self.request, tuple(keys)))
             self.open[self.request] = (tuple(keys), frozenset(), frozenset(keys))
@@ -229,7 +231,7 @@ class _Session:
         departed = sorted(self.inserted - set(self.harness.state.refs))
         if departed and self.rng.random() < 0.3:
             keys.append(self.rng.choice(departed))
-        if keys:
+        if keys and self.touches:
             self.do(("touch", tuple(keys)))
 
     def finish_request(self) -> None:

@@ -383,12 +383,13 @@ def measure(subject: Subject, settings: CostSettings = CostSettings()) -> list[M
     sized: list[tuple[str, str, Callable[[_Filled, CostSettings], tuple[int, int]], str]] = [
         ("COST-EVICT-PINNED", f"evict({settings.evicted})", _evict(settings.evicted, 4),
          "per victim"),
-        ("COST-TOUCH-LINEAR", f"touch of {settings.touched} keys",
-         _touch(settings.touched, 8), "per key"),
         ("COST-GET-FLAT", "get", _get, "per call"),
         ("COST-INSERT-FLAT", "insert", _insert, "per call"),
         ("COST-REMOVE-FLAT", "remove", _remove, "per call"),
     ]
+    if subject.has("touch"):  # not R10
+        sized.insert(1, ("COST-TOUCH-LINEAR", f"touch of {settings.touched} keys",
+                         _touch(settings.touched, 8), "per key"))
     if subject.has("mark"):
         sized.append(("COST-MARK-FLAT", "mark_non_evictable + mark_evictable", _mark,
                       "per pair"))
@@ -414,11 +415,12 @@ def measure(subject: Subject, settings: CostSettings = CostSettings()) -> list[M
             Measurement("COST-EVICT-LINEAR", what, *lengths, "per victim"),
             shaped, _evict(settings.fewest, 4), shaped, _evict(big, 1), settings, counting))
         del shaped
-    roomy = filled(settings.pinned, settings.idle_for_lengths)
-    out.append(_compare(
-        Measurement("COST-TOUCH-LINEAR", "touch", f"{settings.fewest} keys", f"{big} keys",
-                    "per key"),
-        roomy, _touch(settings.fewest, 16), roomy, _touch(big, 1), settings, counting))
+    if subject.has("touch"):
+        roomy = filled(settings.pinned, settings.idle_for_lengths)
+        out.append(_compare(
+            Measurement("COST-TOUCH-LINEAR", "touch", f"{settings.fewest} keys", f"{big} keys",
+                        "per key"),
+            roomy, _touch(settings.fewest, 16), roomy, _touch(big, 1), settings, counting))
     return out
 
 

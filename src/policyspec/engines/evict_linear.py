@@ -100,7 +100,7 @@ def _evict_once(subject: Subject, shape: Shape, size: int, block: Callable[[int,
         stored.ref_cnt = IDLE
         if has_mark:
             policy.mark_evictable(key)
-    policy.touch([k for i, k in enumerate(keys) if shape.touched(i)])
+    _access_again(subject, policy, [k for i, k in enumerate(keys) if shape.touched(i)])
     for i, key in enumerate(keys):
         if shape.pinned(i, size):
             if has_mark:
@@ -111,6 +111,16 @@ def _evict_once(subject: Subject, shape: Shape, size: int, block: Callable[[int,
     victims = policy.evict(n, set())
     spent = process_time_ns() - start
     return spent, n, isinstance(victims, list)
+
+
+def _access_again(subject: Subject, policy: Any, keys: list[Hashable]) -> None:
+    """A second access of ``keys`` (T1 -> T2): a touch, or where vLLM has
+    none (R10) a request that reused them and finishes."""
+    if subject.has("touch"):
+        policy.touch(keys)
+    elif subject.make_request is not None:
+        policy.on_request_finished((tuple(keys),), set(), set(keys),
+                                   subject.make_request("evict-linear"))
 
 
 def run_evict_linear(

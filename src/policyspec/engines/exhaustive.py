@@ -98,11 +98,13 @@ def _protected_sets(used: int, bounds: Bounds) -> list[frozenset[int]]:
 
 
 def candidate_actions(
-    state: State, used: int, bounds: Bounds, *, with_clear: bool = True
+    state: State, used: int, bounds: Bounds, *, with_clear: bool = True,
+    with_touch: bool = True,
 ) -> list[Action]:
     """Every action of the bounded domain in ``state`` that the caller
     contract allows, in a fixed order. ``used`` is how many keys the
-    sequence has named so far (keys 0..used-1, by the canonical renaming)."""
+    sequence has named so far (keys 0..used-1, by the canonical renaming).
+    Without touch (R10) its lists are left out."""
     out: list[Action] = []
     singles = _single_keys(used, bounds)
     for key in singles:
@@ -110,7 +112,8 @@ def candidate_actions(
         out.append(("insert", key, IDLE))
     for op in ("finish_store", "start_read", "end_read", "remove"):
         out.extend((op, key) for key in singles)
-    out.extend(("touch", keys) for keys in _touch_lists(used, bounds))
+    if with_touch:
+        out.extend(("touch", keys) for keys in _touch_lists(used, bounds))
     out.append(("evict", 0, frozenset()))
     protected = _protected_sets(used, bounds)
     for n in range(1, len(state.idle) + 2):
@@ -166,6 +169,7 @@ class _Search:
         self.split = split_depth(bounds.depth, self.shards)
         self.limit = bounds.depth
         self.with_clear = subject.has("clear")
+        self.with_touch = subject.has("touch")
         self.run = EngineRun(engine="exhaustive")
         self.sequences = 0
         self.maximal = 0
@@ -245,7 +249,8 @@ class _Search:
         depth = len(h.trace)
         if depth >= self.limit:
             return
-        actions = candidate_actions(h.state, used, self.bounds, with_clear=self.with_clear)
+        actions = candidate_actions(h.state, used, self.bounds, with_clear=self.with_clear,
+                                    with_touch=self.with_touch)
         if self.shards > 1 and depth + 1 == self.split:
             actions = [a for a in actions if _owner([*h.trace, a], self.shards) == self.shard]
         prefix = list(h.trace)

@@ -66,6 +66,7 @@ from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
 from policyspec.keymap import KeyMap
 from policyspec.model.actions import Action
+from policyspec.model.state import State
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
@@ -130,7 +131,10 @@ def run_fast(
     rng = random.Random(seed)
     refinement = profile.refinement
     fast = refinement is None or refinement.keeps_idle_order
-    source = _source(subject, rng, _pool(capacity), capacity, requests=fast)
+    # Without touch (R10) a policy's recency comes only from the hooks: the
+    # lockstep path gets request traffic too.
+    source = _source(subject, rng, _pool(capacity), capacity,
+                     requests=fast or not subject.has("touch"))
     if fast:
         sources = {capacity: source}
         if isinstance(source, RequestSource) and not fixed and capacity > SMALL_CAPACITY:
@@ -162,11 +166,12 @@ def _source(
     """Request traffic where the manager calls the request hooks (and
     ``requests``: the fast path), else the seed era's; ``long``: a long
     run's source."""
-    with_clear = subject.has("clear")
+    with_clear, with_touch = subject.has("clear"), subject.has("touch")
     if requests and subject.has("hooks") and subject.make_request is not None:
         return RequestSource(rng, pool=pool, capacity=capacity, with_clear=with_clear,
-                             long=long)
-    return ActionSource(rng, pool=pool, capacity=capacity, with_clear=with_clear, long=long)
+                             with_touch=with_touch, long=long)
+    return ActionSource(rng, pool=pool, capacity=capacity, with_clear=with_clear,
+                        with_touch=with_touch, long=long)
 
 
 # -- the fast path ---------------------------------------------------------------
@@ -523,9 +528,12 @@ def _run_lockstep(
     soft: dict[str, tuple[Action, ...]] = {}
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         harness = Lockstep(subject, profile, capacity, observe=False)
+        if isinstance(source, RequestSource):
+            source.begin()
         try:
-            for _ in range(steps):
-                harness.apply(source.next(harness.state))
+            while len(harness.trace) < steps:
+                for action in _next_actions(source, harness.state):
+                    harness.apply(action)
         except ConformanceFailure as failure:
             _judge(run, subject, profile, capacity, list(failure.trace),
                    Difference(failure.requirement, failure.message), deadline)
@@ -543,6 +551,14 @@ def _run_lockstep(
     for requirement, trace in soft.items():
         _judge(run, subject, profile, capacity, list(trace), Difference(requirement, "soft"),
                deadline)
+
+
+def _next_actions(source: ActionSource, state: State) -> list[Action]:
+    """The next actions for the lockstep path: one action, or a request
+    source's next run spelled out (request traffic comes in runs)."""
+    if isinstance(source, RequestSource):
+        return actions_of(source.draw(state))
+    return [source.next(state)]
 
 
 # -- judging and shrinking --------------------------------------------------------------

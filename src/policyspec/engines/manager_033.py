@@ -1,10 +1,12 @@
-"""vLLM 0.33.0's manager as an engine (spec/manager.md, "vLLM 0.33's manager
-under traffic").
+"""vLLM's own manager as an engine, ``vllm-manager`` (spec/manager.md, "vLLM
+0.33's manager under traffic"): the manager of the policy's release.
 
 The manager engine (engines/manager.py) plays the seed-era manager. This
-one puts the policy under test behind the emulation of 0.33.0's
-``CPUOffloadingManager`` (``policyspec.vllm.manager``, held to the real
-manager by the differential test) and plays ``policyspec.vllm.traffic``'s
+one puts the policy under test behind the emulation of the
+``CPUOffloadingManager`` of the vLLM release whose API revision the policy
+is driven as (0.33.0 for R8 and R9, 0.34.0 for R10, which has no touch:
+``policyspec.vllm.manager``, held to the real manager by the differential
+test) and plays ``policyspec.vllm.traffic``'s
 seeded request traffic on it: requests whose keys and positions are spread
 over several store batches, lookups and loads of cached prefixes,
 completions that succeed or fail, touches, finishes, resets, and the store
@@ -66,7 +68,11 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
-from policyspec.vllm.manager import ManagerAssertionError, OffloadingManagerEmulation
+from policyspec.vllm.manager import (
+    ManagerAssertionError,
+    OffloadingManagerEmulation,
+    release_for,
+)
 from policyspec.vllm.standins.keys import ReqContext, get_offload_group_idx
 from policyspec.vllm.traffic import TrafficConfig, TrafficCounts, drive
 
@@ -85,7 +91,7 @@ __all__ = [
     "without_lookups",
 ]
 
-ENGINE = "manager-0.33"
+ENGINE = "vllm-manager"
 REQUESTS = 16
 """Requests of the long examples: enough for a 64-chunk cache to fill and
 evict, and for ghosts of evicted chunks to be stored again. Every other
@@ -377,12 +383,16 @@ class AuditedManager:
                 f"evictable chunks, but the policy holds {idle} of its chunks with ref_cnt 0"))
 
 
-def example_config(seed: int, index: int, *, requests: int, resets: bool) -> TrafficConfig:
+def example_config(
+    seed: int, index: int, *, requests: int, resets: bool, touches: bool = True
+) -> TrafficConfig:
     """Example ``index``'s traffic: its own seed from the run's, several
-    batches per request, resets only where the policy has ``clear``."""
+    batches per request, resets only where the policy has ``clear``,
+    touches only where its manager has touch (not vLLM 0.34's)."""
     rng = random.Random(f"{seed}:{index}")
     return TrafficConfig(seed=rng.getrandbits(32), requests=requests,
-                         reset=RESET if resets else 0.0)
+                         reset=RESET if resets else 0.0,
+                         touch=TrafficConfig.touch if touches else 0.0)
 
 
 def example_capacity(capacity: int, index: int, fixed: bool) -> int:
@@ -406,7 +416,7 @@ def run_manager_033(
     fatal: Callable[[str], bool] | None = None,
     fixed: bool = False,
 ) -> EngineRun:
-    """Play 0.33.0 manager traffic on ``subject`` for about ``seconds`` (or
+    """Play vLLM manager traffic on ``subject`` for about ``seconds`` (or
     ``examples`` examples when given: tests and benchmarks). Example i has
     the store threshold on when i is odd, ``requests`` requests (half as
     many for i = 0, 1 mod 4), and the cache size ``example_capacity``
@@ -415,8 +425,9 @@ def run_manager_033(
     run = EngineRun(engine=ENGINE)
     if not subject.has("hooks"):
         run.notes.append(
-            f"the policy's revision ({subject.api}) has no request hooks: vLLM 0.33's manager "
-            "does not drive it, so this engine made no call (the manager engine plays the "
+            f"the policy's revision ({subject.api}) has no request hooks: vLLM 0.33's and 0.34's "
+            "managers "
+            "do not drive it, so this engine made no call (the manager engine plays the "
             "seed-era manager)")
         return run
     started = monotonic()
@@ -429,14 +440,16 @@ def run_manager_033(
         index = run.examples
         threshold = THRESHOLD if index % 2 else 1
         config = example_config(seed, index, requests=requests if index // 2 % 2 else
-                                requests // 2, resets=subject.has("clear"))
+                                requests // 2, resets=subject.has("clear"),
+                                touches=subject.has("touch"))
         size = example_capacity(capacity, index, fixed)
         own = None if size == capacity else size
         harness = Lockstep(subject, profile, size, observe=index % OBSERVE_EVERY == 3,
                            fatal=fatal)
         proxy = ManagerProxy(harness)
         manager = OffloadingManagerEmulation(proxy, size, store_threshold=threshold,
-                                             enable_events=True, listener=proxy)
+                                             enable_events=True, listener=proxy,
+                                             release=release_for(subject.api))
         driven: Any = AuditedManager(manager, proxy) if harness.observe else manager
         counts: TrafficCounts | None = None
         try:
@@ -487,7 +500,8 @@ def run_manager_033(
     })
     if on + off:
         run.notes.append(
-            f"{on + off} traffic runs of vLLM 0.33.0's manager played to the end ({off} with "
+            f"{on + off} traffic runs of vLLM {release_for(subject.api)}'s manager played to "
+            f"the end ({off} with "
             f"the store threshold off, {on} with it at {THRESHOLD}: {skipped} key offers kept "
             f"out), {traffic['requests']} requests, {traffic['stores']} store batches, "
             f"{traffic['finishes']} finishes, {traffic['resets']} resets, "
@@ -589,5 +603,6 @@ def _manager_finding(
     if requirement is None:
         run.error = f"{ENGINE}: the emulated manager stopped on its own check ({exc})"
         return
-    run.add(Finding(requirement, f"vLLM 0.33.0's manager stops with an AssertionError after "
-                    f"the policy's last answer: {exc}", trace, ENGINE, capacity=own))
+    run.add(Finding(requirement, f"vLLM {release_for(subject.api)}'s manager stops with an "
+                    f"AssertionError after the policy's last answer: {exc}", trace, ENGINE,
+                    capacity=own))

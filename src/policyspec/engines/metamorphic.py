@@ -384,6 +384,7 @@ RELATIONS = (
         f"touch([]) and a touch of keys never inserted so far ({list(ABSENT)} and up to 8 "
         "keys the sequence inserts later) after each action",
         _absent_touches,
+        needs="touch",
         presence="TOUCH-KEEPS-MEMBERSHIP",
     ),
     Relation("EVICT-ZERO", "evict(0, ...) after each action", _after_each(_zero_evicts)),
@@ -558,7 +559,8 @@ def _generate(
     (the other engines report those). The flag says a call did not return:
     then every further replay would wait out the call limit."""
     harness = Lockstep(subject, get_profile("core"), capacity, observe=False)
-    source = ActionSource(rng, pool=POOL, capacity=capacity, with_clear=subject.has("clear"))
+    source = ActionSource(rng, pool=POOL, capacity=capacity, with_clear=subject.has("clear"),
+                          with_touch=subject.has("touch"))
     try:
         for _ in range(length):
             harness.apply(source.next(harness.state))

@@ -69,11 +69,12 @@ class RequestSource(ActionSource):
         pool: int,
         capacity: int,
         with_clear: bool = True,
+        with_touch: bool = True,
         weights: Sequence[int] = REQUEST_WEIGHTS,
         long: bool = False,
     ) -> None:
         super().__init__(rng, pool=pool, capacity=capacity, with_clear=with_clear,
-                         weights=weights[:-1], long=long)
+                         with_touch=with_touch, weights=weights[:-1], long=long)
         weights = [*self.weights, weights[-1]]
         self._run_tables(
             (self._request_store, self._finish_run, self._remove_run, self._request_read,

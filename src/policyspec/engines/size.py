@@ -170,11 +170,13 @@ class StateView:
         self.idle = idle
 
 
-def scenario_runs(scenario: Scenario, capacity: int, view: StateView) -> Iterator[Run]:
+def scenario_runs(
+    scenario: Scenario, capacity: int, view: StateView, *, with_touch: bool = True
+) -> Iterator[Run]:
     """The runs of ``scenario`` (``action_source.Run``), each drawn from the
     state the runs before it left (``view``): the same scenario and sizes
     give the same choices, so a smaller size replays a smaller version of
-    the same story."""
+    the same story. Without touch (R10) its touches are left out."""
     rng = random.Random(scenario.seed)
     length = scenario.length
     total = min(scenario.fill + scenario.busy, capacity)
@@ -201,6 +203,8 @@ def scenario_runs(scenario: Scenario, capacity: int, view: StateView) -> Iterato
         return keys + [next(absent) for _ in range(length - len(keys))]
 
     for op in ops:
+        if not with_touch and op.startswith("touch"):
+            continue
         refs, idle = view.refs(), list(view.idle())
         if op == "touch_all":
             keys = list(refs)
@@ -288,7 +292,8 @@ class Player:
         difference: Difference | None = None
         watch.op = ENGINE
         try:
-            for run in scenario_runs(scenario, capacity, view):
+            for run in scenario_runs(scenario, capacity, view,
+                                     with_touch=self.subject.has("touch")):
                 runs.append(run)
                 watch.since = monotonic()
                 kind = run[0]
@@ -324,7 +329,8 @@ class Player:
         runs: list[Run] = []
         difference: Difference | None = None
         try:
-            for run in scenario_runs(scenario, capacity, view):
+            for run in scenario_runs(scenario, capacity, view,
+                                     with_touch=self.subject.has("touch")):
                 runs.append(run)
                 for action in actions_of(run):
                     harness.apply(action)

@@ -288,6 +288,7 @@ class PolicyMachine(CheckedMachine):
         key = _pick(data, self._with_ref(lambda r: r > IDLE), "key")
         self._do(("end_read", key))
 
+    @precondition(lambda self: self.subject.has("touch"))
     @rule(data=st.data())
     def touch(self, data: st.DataObject) -> None:
         """Any keys: present in any state, absent, repeated, or none.
@@ -329,7 +330,7 @@ class PolicyMachine(CheckedMachine):
         for key in keys[: len(keys) - busy]:
             self._do(("finish_store", key))
 
-    @precondition(lambda self: self._bulk())
+    @precondition(lambda self: self._bulk() and self.subject.has("touch"))
     @rule(data=st.data())
     def touch_bulk(self, data: st.DataObject) -> None:
         """A touch of hundreds to thousands of keys: the least recent idle

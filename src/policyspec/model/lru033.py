@@ -1,5 +1,5 @@
-"""The ``lru-0.33`` profile's refinement (spec/lru-0.33.md): vLLM 0.33.0's
-request-ranked LRU.
+"""The ``lru-0.33`` and ``lru-0.34`` profiles' refinements (spec/lru033.md):
+vLLM's request-ranked LRU, as 0.33.0 and 0.34.0 ship it.
 
 Every present key has a rank, a pair compared as a tuple; victims are the
 eligible keys of lowest rank, ties broken by the real key's bytes (0.33's
@@ -10,6 +10,10 @@ global ranks over the keys tail first, so the head ends most recent.
 Pinning does not move a rank: ``mark_evictable`` keeps the rank the key
 had, unlike the seed LRU. ``clear`` restarts the ranks and a new cache
 generation, and ranks requests held before it are not reused.
+
+vLLM 0.34.0's LRU is the same minus ``touch``; since 0.34.0's base class no
+longer forwards ``on_store_miss`` to ``touch``, a store miss commits nothing
+there (``LRU034Refinement``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.model.step import Diagnosis
 from policyspec.subject import offload_key
 
-__all__ = ["LRU033Diagnosis", "LRU033Refinement", "Ranks"]
+__all__ = ["LRU033Diagnosis", "LRU033Refinement", "LRU034Refinement", "Ranks"]
 
 Rank = tuple[int, int]
 
@@ -143,6 +147,23 @@ class LRU033Refinement:
 
     def diagnosis(self) -> Diagnosis | None:
         return LRU033Diagnosis(self)
+
+
+class LRU034Refinement(LRU033Refinement):
+    """vLLM 0.34.0's LRU: 0.33.0's without ``touch``, whose store misses
+    commit nothing (its base class's ``on_store_miss`` does nothing)."""
+
+    _CULPRITS: ClassVar[dict[str, str]] = {
+        **LRU033Refinement._CULPRITS,
+        "on_store_miss": "LRU034-STORE-MISS-KEEPS-RANK",
+    }
+
+    def apply(
+        self, ext: Ranks, state: State, call: Primitive, requests: Requests
+    ) -> tuple[Ranks, tuple[str, ...]]:
+        if call[0] == "on_store_miss":
+            return ext, ("LRU034-STORE-MISS-KEEPS-RANK",)
+        return super().apply(ext, state, call, requests)
 
 
 def _access(

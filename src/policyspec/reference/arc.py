@@ -1,6 +1,8 @@
-"""The reference ARC: vLLM's in-tree ARC behaviour (spec/arc.md), made fast,
-at vLLM 0.33.0's API (R9: ``insert`` and ``touch`` get the request's
-context; the request hooks of CONTRACT.md section 5).
+"""The reference ARC: vLLM's in-tree ARC behaviour (spec/arc.md), made fast:
+``ARC034CachePolicy`` at vLLM 0.34.0's API (R10: no ``touch``; the request
+hooks of CONTRACT.md sections 5 and 6; profile ``arc-0.34``), and
+``ARCCachePolicy`` at 0.33.0's (R9), the same plus ``touch`` (profile
+``arc``).
 
 Written from the spec, independent of ``policyspec.model`` (the model is its
 oracle). Batch eviction walks T1 and T2 once each, from their least recent
@@ -19,20 +21,20 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from policyspec.reference.lru_033 import ChunkLike
+from policyspec.reference.lru_034 import ChunkLike
 from policyspec.reference.requests import RequestContextLike, head_to_tail
 
-__all__ = ["ARCCachePolicy"]
+__all__ = ["ARC034CachePolicy", "ARCCachePolicy"]
 
 K = TypeVar("K")
 B = TypeVar("B", bound=ChunkLike)
 
 
-class ARCCachePolicy(Generic[K, B]):
-    """Adaptive Replacement Cache over idle blocks.
+class ARC034CachePolicy(Generic[K, B]):
+    """Adaptive Replacement Cache over idle blocks, as vLLM 0.34.0's.
 
-    ``t1`` holds blocks stored once, ``t2`` blocks touched again while ready
-    (both key -> block, least recent first); ``b1`` and ``b2`` remember the
+    ``t1`` holds blocks stored once, ``t2`` blocks a request reused while
+    ready (both key -> block, least recent first); ``b1`` and ``b2`` remember the
     keys last evicted from each (ghosts, at most ``cache_capacity`` each);
     ``target_t1_size`` is the adaptive size ARC aims at for T1. A block is
     eligible for eviction exactly when its ``ref_cnt`` is 0, so
@@ -61,25 +63,6 @@ class ARCCachePolicy(Generic[K, B]):
         # Undoes a failed store: the key simply disappears, leaving no ghost.
         if self.t1.pop(key, None) is None:
             self.t2.pop(key, None)
-
-    def touch(self, keys: Iterable[K], req_context: Any) -> None:
-        # Last key first, so the head of a prefix ends up most recent.
-        ordered = keys if isinstance(keys, list | tuple) else list(keys)
-        t1, t2 = self.t1, self.t2
-        for key in reversed(ordered):
-            block = t1.get(key)
-            if block is not None:
-                if block.ref_cnt >= 0:
-                    # Seen again while ready: promote to the frequent list.
-                    del t1[key]
-                    t2[key] = block
-                else:
-                    # Still being stored: not a second access, only recency.
-                    t1.move_to_end(key)
-            elif key in t2:
-                t2.move_to_end(key)
-            else:
-                self._ghost_hit(key)
 
     def _ghost_hit(self, key: K) -> None:
         """A key met again after its eviction: move the target towards the
@@ -204,3 +187,27 @@ class _Cursor(Generic[K, B]):
             if block.ref_cnt == 0 and key not in self._protected:
                 return key, block
         return None
+
+
+class ARCCachePolicy(ARC034CachePolicy[K, B]):
+    """vLLM 0.33.0's ARC: 0.34.0's plus ``touch``, a second access of every
+    key it names (T1 -> T2 while ready) and a ghost hit for the departed."""
+
+    def touch(self, keys: Iterable[K], req_context: Any) -> None:
+        # Last key first, so the head of a prefix ends up most recent.
+        ordered = keys if isinstance(keys, list | tuple) else list(keys)
+        t1, t2 = self.t1, self.t2
+        for key in reversed(ordered):
+            block = t1.get(key)
+            if block is not None:
+                if block.ref_cnt >= 0:
+                    # Seen again while ready: promote to the frequent list.
+                    del t1[key]
+                    t2[key] = block
+                else:
+                    # Still being stored: not a second access, only recency.
+                    t1.move_to_end(key)
+            elif key in t2:
+                t2.move_to_end(key)
+            else:
+                self._ghost_hit(key)

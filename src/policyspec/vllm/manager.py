@@ -1,18 +1,25 @@
-"""vLLM 0.33.0's ``CPUOffloadingManager`` as policyspec code: the caller a
-policy really has, reproduced call for call, without vLLM installed.
+"""vLLM's ``CPUOffloadingManager`` as policyspec code, release by release
+(0.33.0 and 0.34.0): the caller a policy really has, reproduced call for
+call, without vLLM installed.
 
 ``OffloadingManagerEmulation`` owns what the manager owns (the chunk pool,
 the idle and write-pending counters, the optional store-threshold tracker,
 each request's cache-access record kept in its ``ReqContext``) and calls the
 policy it is given in the order, with the argument values and the container
-types, that 0.33.0's manager uses; ``tests/test_vllm_manager_differential.py``
+types, that the release's manager uses; ``tests/test_vllm_differential.py``
 holds it to that against the real manager. Every write of a chunk's
 ``ref_cnt`` goes through ``_write_ref_cnt``, which tells an optional
 ``RefCntListener`` before and after, so that a harness can tell the
 manager's writes from a policy's.
 
-Clean room: written from the facts of CONTRACT.md section 5 and the wheel's
-observable behaviour; vLLM's own checks (``assert`` in its code) are
+What 0.34.0 changed (CONTRACT.md section 6), behind ``release``: the
+manager has no ``touch``; the store threshold counts a key at most once per
+request (a retried or re-offered store of the same request is not another
+use, and is not counted as skipped again); a completed store's event
+carries the request's context and says its removal is expected.
+
+Clean room: written from the facts of CONTRACT.md sections 5 and 6 and the
+wheels' observable behaviour; vLLM's own checks (``assert`` in its code) are
 ``ManagerAssertionError`` here, raised at the same points.
 """
 
@@ -70,6 +77,20 @@ class ManagerEvent:
     keys: list[Any]
     removed: bool
     metadata_only: bool = False
+    removal_expected: bool = False
+    """0.34.0: a stored event says its chunks may be evicted later."""
+    req_context: Any = field(default=None, compare=False)
+    """0.34.0: the storing request's context, on a stored event."""
+
+
+RELEASES = ("0.33", "0.34")
+"""The manager releases emulated (their API revisions: R9 and R10)."""
+
+
+def release_for(api: str) -> str:
+    """The manager release that drives a policy of API revision ``api``:
+    0.34's for R10, 0.33's for every revision with request hooks before it."""
+    return "0.34" if api == "R10" else "0.33"
 
 
 @dataclass(slots=True)
@@ -87,6 +108,8 @@ class RequestCacheAccess:
     reused_keys: set[Any] = field(default_factory=set)
     store_miss_keys: set[Any] = field(default_factory=set)
     """Keys already reported to ``on_store_miss`` for this request."""
+    counted_keys: set[Any] = field(default_factory=set)
+    """0.34.0: keys this request has counted toward the store threshold."""
     finished: bool = False
 
 
@@ -105,10 +128,11 @@ def _check(condition: bool, message: str) -> None:
 
 
 class OffloadingManagerEmulation:
-    """vLLM 0.33.0's ``CPUOffloadingManager`` around a given policy object
-    (module doc). ``chunk_type`` builds new chunks (vLLM's ``ChunkStatus``
-    layout; pass vLLM's own class to share its type). ``store_threshold``
-    of 2 or more turns the tracker on, as in vLLM."""
+    """vLLM's ``CPUOffloadingManager`` of ``release`` (``RELEASES``) around a
+    given policy object (module doc). ``chunk_type`` builds new chunks
+    (vLLM's ``ChunkStatus`` layout; pass vLLM's own class to share its
+    type). ``store_threshold`` of 2 or more turns the tracker on, as in
+    vLLM."""
 
     def __init__(
         self,
@@ -120,7 +144,15 @@ class OffloadingManagerEmulation:
         enable_events: bool = False,
         chunk_type: Callable[[int], Any] = ChunkStatus,
         listener: RefCntListener | None = None,
+        release: str = "0.33",
     ) -> None:
+        if release not in RELEASES:
+            raise ValueError(f"no emulation of vLLM {release}'s manager (emulated: "
+                             f"{', '.join(RELEASES)})")
+        self.release = release
+        self.counts_once = release != "0.33"
+        """0.34.0: the threshold counts a key once per request, and store
+        events carry the request (module doc)."""
         self.policy = policy
         self.num_chunks = num_chunks
         self.store_threshold = store_threshold
@@ -191,16 +223,18 @@ class OffloadingManagerEmulation:
 
     # -- the store-threshold tracker -----------------------------------------
 
-    def _count_offers(self, keys: list[Any]) -> None:
-        """Count one offer of each key. Keys of this offer already tracked
-        become most recent; new ones enter while there is room, making room
-        by dropping the least recent key not offered now."""
+    def _count_offers(self, keys: list[Any], counted: Collection[Any]) -> None:
+        """Count one offer of each key, except those in ``counted`` (0.34.0:
+        counted by an earlier offer of the same request). Keys of this offer
+        already tracked become most recent; new ones enter while there is
+        room, making room by dropping the least recent key not offered now."""
         counts = self.offer_counts
         assert counts is not None
         offered = set()
         for key in keys:
             if key in counts:
-                counts[key] += 1
+                if key not in counted:
+                    counts[key] += 1
                 counts.move_to_end(key)
                 offered.add(key)
         droppable = len(counts) - len(offered)
@@ -282,6 +316,8 @@ class OffloadingManagerEmulation:
         return [chunk.chunk_id for chunk in chunks]
 
     def touch(self, keys: Collection[Any], req_context: Any) -> None:
+        if self.release != "0.33":
+            raise AttributeError(f"vLLM {self.release}'s CPUOffloadingManager has no touch")
         self.policy.touch(keys, req_context)
 
     def complete_load(self, keys: Collection[Any], req_context: Any) -> None:
@@ -300,8 +336,10 @@ class OffloadingManagerEmulation:
         """Make room for the offered keys that are not cached and insert
         them in flight; None when there is no room (module doc)."""
         offered = list(keys)
+        record = self.request_record(req_context)
+        counted: set[Any] = record.counted_keys if self.counts_once else set()
         if self.offer_counts is not None:
-            self._count_offers(offered)
+            self._count_offers(offered, counted)
         # Split before the threshold: ready cached keys are reuses whatever
         # the tracker says; the threshold only filters new candidates.
         missing: list[Any] = []
@@ -314,11 +352,16 @@ class OffloadingManagerEmulation:
                 ready.append(key)
         if self.offer_counts is not None:
             counts = self.offer_counts
-            admitted = [k for k in missing if counts.get(k, 0) >= self.store_threshold]
-            self.stores_skipped += len(missing) - len(admitted)
+            admitted = []
+            for key in missing:
+                if counts.get(key, 0) >= self.store_threshold:
+                    admitted.append(key)
+                elif key not in counted:
+                    self.stores_skipped += 1
             missing = admitted
+            if self.counts_once:
+                counted.update(offered)
 
-        record = self.request_record(req_context)
         new_misses = [key for key in missing if key not in record.store_miss_keys]
         if new_misses:
             # Before insert: an ARC learns from a ghost the insert erases.
@@ -376,7 +419,10 @@ class OffloadingManagerEmulation:
                 self._free(chunk)
             done.append(key)
         if done and self.events is not None:
-            if success:
+            if success and self.counts_once:
+                self.events.append(ManagerEvent(done, removed=False, removal_expected=True,
+                                                req_context=req_context))
+            elif success:
                 self.events.append(ManagerEvent(done, removed=False))
             else:
                 self.events.append(ManagerEvent(done, removed=True, metadata_only=True))

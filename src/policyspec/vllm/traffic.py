@@ -98,7 +98,8 @@ class TrafficConfig:
     delay: tuple[int, int] = (0, 2)
     """Steps a transfer takes to complete."""
     touch: float = 0.05
-    """Chance per step that a running request's keys are touched."""
+    """Chance per step that a running request's keys are touched (0 for
+    vLLM 0.34's manager, which has no touch)."""
     reset: float = 0.02
     """Chance per step of a reset_cache."""
     two_threads: bool = False
@@ -378,7 +379,7 @@ class _Traffic:
         for request in list(self.running):
             if request.batches and rng.random() < 0.8:
                 self._store_next(request)
-        if self.running and rng.random() < config.touch:
+        if self.running and config.touch and rng.random() < config.touch:
             request = rng.choice(self.running)
             keys = request.offered or [k for b in request.all_batches for k in b]
             if keys:

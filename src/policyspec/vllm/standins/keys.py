@@ -48,8 +48,9 @@ def get_offload_group_idx(key: OffloadKey) -> int:
 @dataclass
 class ReqContext:
     """What vLLM tells a policy about the request behind a call. As in
-    vLLM 0.33.0: per-request state keyed by the value's type, and each key's
-    end-token position. vLLM's ``load_tier_filter`` (the tiering package's
+    vLLM 0.33.0 and 0.34.0: per-request state keyed by the value's type,
+    each key's end-token position, and (0.34.0) token counts that the base
+    class leaves None. vLLM's ``load_tier_filter`` (the tiering package's
     ``TierFilter``) is not modelled."""
 
     req_id: str
@@ -58,6 +59,24 @@ class ReqContext:
     """vLLM 0.33.0: the request's KV hints envelope, None when it has none."""
     _state: dict[type, Any] = field(default_factory=dict, repr=False, init=False)
     _offload_key_positions: dict[bytes, int] = field(default_factory=dict, repr=False, init=False)
+
+    # vLLM 0.34.0: the scheduler's token counts, None in the base class
+    # (a subclass of the scheduler's gives them while the request runs).
+    @property
+    def num_computed_tokens(self) -> int | None:
+        return None
+
+    @property
+    def num_in_flight_tokens(self) -> int | None:
+        return None
+
+    @property
+    def num_prompt_tokens(self) -> int | None:
+        return None
+
+    @property
+    def num_tokens(self) -> int | None:
+        return None
 
     def set_state(self, val: Any) -> None:
         """Keep ``val`` as the request's state of its type (one per type)."""

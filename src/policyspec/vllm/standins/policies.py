@@ -4,12 +4,15 @@ older homes of ``CachePolicy``: ``...policies.abstract``, R0, and
 
 ``BlockStatus`` and ``ChunkStatus`` have vLLM's exact layout (a ctypes
 structure with ``ref_cnt`` int32 and a 64-bit id; built not ready, ref_cnt
--1). ``CachePolicy`` is one permissive ABC for every revision: the five
+-1). ``CachePolicy`` is one permissive ABC for every revision: the four
 methods every revision requires are abstract, and every hook a revision gives
 a default to has that default here, so a subclass written for any revision
-can be built. Which revision a class implements is decided by
-``policyspec.adapters.revisions`` from the methods the class itself defines,
-never from these defaults.
+can be built. ``touch`` is abstract up to vLLM 0.33.0 (R9) and gone from
+0.34.0 (R10), so here it is not abstract; the defaults that touch (0.33's
+``on_store_miss`` and ``on_request_finished``) touch when the class defines
+``touch`` itself and do nothing otherwise, as 0.34.0's do. Which revision a
+class implements is decided by ``policyspec.adapters.revisions`` from the
+methods the class itself defines, never from these defaults.
 """
 
 from __future__ import annotations
@@ -85,8 +88,14 @@ class CachePolicy(ABC):
     @abstractmethod
     def remove(self, key: Any) -> None: ...
 
-    @abstractmethod
-    def touch(self, keys: Iterable[Any], *args: Any, **kwargs: Any) -> None: ...
+    # R-1 to R9; gone in R10 (module doc).
+    def touch(self, keys: Iterable[Any], *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(
+            "touch is abstract up to vLLM 0.33.0 and gone from 0.34.0: this policy has none")
+
+    def _touches(self) -> bool:
+        """Whether the class defines ``touch`` itself (the stand-in's is not one)."""
+        return type(self).touch is not CachePolicy.touch
 
     @abstractmethod
     def evict(self, n: int, protected: Any, *args: Any, **kwargs: Any) -> Any: ...
@@ -113,8 +122,10 @@ class CachePolicy(ABC):
         return None
 
     # R8: request-scoped recency; R6 and forks: a no-op with one argument.
+    # Up to R9 the default touches; R10's does nothing (module doc).
     def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
-        self.touch(keys, req_context)
+        if self._touches():
+            self.touch(keys, req_context)
 
     # R9 (vLLM 0.33.0): first accesses of a request, a no-op by default; the
     # keyword arguments admit the ztysth fork's ``inserted``.
@@ -123,8 +134,9 @@ class CachePolicy(ABC):
 
     def on_request_finished(self, *args: Any, **kwargs: Any) -> None:
         # R8 / R9: (key_groups, insertion_only_keys, reused_keys, req_context),
-        # by position or by name: one touch per group. R6: (req_context), a no-op.
-        if len(args) + len(kwargs) != 4:
+        # by position or by name: one touch per group. R6: (req_context), a
+        # no-op. R10 declares it abstract (its body does nothing).
+        if len(args) + len(kwargs) != 4 or not self._touches():
             return None
         bound = _FINISHED.bind(*args, **kwargs).arguments
         for keys in bound["key_groups"]:
