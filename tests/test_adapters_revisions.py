@@ -212,7 +212,7 @@ def test_stand_in_defaults_are_not_taken_for_the_policys_own_methods() -> None:
     found = detect(OnStandinR7)
     assert found.hooks == ("evict_until",)  # not open_session, on_store_miss, ... of the ABC
     subject = subject_for_class(OnStandinR7)
-    assert subject.capabilities == frozenset({"clear", "evict_until"})  # no own mark_*
+    assert subject.capabilities == frozenset({"clear", "evict_until", "touch"})  # no own mark_*
 
 
 def test_r9_is_detected_from_insert_or_the_upstream_access_hook() -> None:
@@ -233,7 +233,8 @@ def test_ztysth_access_hook_is_noted_but_not_taken_for_r9() -> None:
 
 def test_r9_insert_gets_the_adapters_request_context() -> None:
     subject = subject_for_class(R9)
-    assert subject.capabilities == frozenset({"clear", "hooks"})  # 0.33's manager calls hooks
+    # 0.33's manager calls hooks (and touch)
+    assert subject.capabilities == frozenset({"clear", "hooks", "touch"})
     policy = subject.build(2)
     policy.insert(b"k", "chunk")
     policy.use_request("other")  # type: ignore[attr-defined]
@@ -326,10 +327,12 @@ def test_missing_core_method_is_a_target_error_naming_the_revision() -> None:
 
 
 def test_every_revision_has_a_protocol_and_core_methods() -> None:
-    assert API_NAMES[0] == "R-1" and API_NAMES[-1] == "R9"
+    assert API_NAMES[0] == "R-1" and API_NAMES[-1] == "R10"
     for revision in REVISIONS.values():
         names = {m.name for m in revision.methods if m.kind == "core"}
-        assert names == {"get", "insert", "remove", "touch", "evict"}
+        # vLLM 0.34.0 (R10) removed touch
+        touch = set() if revision.name == "R10" else {"touch"}
+        assert names == {"get", "insert", "remove", "evict"} | touch
         for method in revision.methods:
             assert hasattr(revision.protocol, method.name), (revision.name, method.name)
 
@@ -394,3 +397,85 @@ def test_the_api_help_names_the_revisions_that_never_shipped() -> None:
 
     assert UNRELEASED == ("R6", "R6-draft", "R7", "R7b")
     assert all(name in API_HELP for name in UNRELEASED) and "never shipped" in API_HELP
+
+
+class R10FromScratch:
+    """An R10 policy written with no base class: no touch at all."""
+
+    def __init__(self, cache_capacity: int) -> None:
+        self.blocks: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        return self.blocks.get(key)
+
+    def insert(self, key: Any, chunk: Any, req_context: Any) -> None:
+        self.blocks[key] = chunk
+
+    def remove(self, key: Any) -> None:
+        del self.blocks[key]
+
+    def evict(self, n: int, protected: Any) -> Any:
+        return [] if n == 0 else None
+
+    def clear(self) -> None:
+        self.blocks.clear()
+
+    def on_request_finished(self, key_groups: Any, insertion_only_keys: Any,
+                            reused_keys: Any, req_context: Any) -> None:
+        pass
+
+
+class R9AndR10(R9):
+    """vLLM 0.33.0's shape with its own finish: fits R9 and R10 alike."""
+
+    def on_request_finished(self, key_groups: Any, insertion_only_keys: Any,
+                            reused_keys: Any, req_context: Any) -> None:
+        pass
+
+
+def test_r10_is_a_policy_with_the_hooks_and_no_touch() -> None:
+    found = detect(R10FromScratch)
+    assert (found.api, found.fits) == ("R10", ())
+    assert "no touch" in found.reason
+    subject = subject_for_class(R10FromScratch)
+    assert subject.api == "R10" and not subject.has("touch") and subject.has("hooks")
+    assert not hasattr(subject.build(4), "touch")  # the engines' view has none either
+
+
+def test_a_policy_that_fits_r9_and_r10_is_driven_as_the_profiles_else_the_newest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from policyspec.adapters import loader
+
+    monkeypatch.setattr(loader, "installed_release", lambda: None)
+    found = detect(R9AndR10)
+    assert found.fits == ("R10", "R9")
+    newest = subject_for_class(R9AndR10)
+    assert newest.api == "R10" and not newest.has("touch")
+    assert "the newest it fits (no vLLM is installed)" in newest.notes[0]
+    assert "--api R9 drives it as vLLM 0.33 does" in newest.notes[0]
+    as_profile = subject_for_class(R9AndR10, prefer="R9")
+    assert as_profile.api == "R9" and as_profile.has("touch")
+    assert "the revision of the profile's vLLM release" in as_profile.notes[0]
+    forced = subject_for_class(R9AndR10, api="R9", prefer="R10")
+    assert forced.api == "R9" and "forced" in forced.notes[0]
+
+
+def test_a_policy_that_fits_both_is_driven_as_the_installed_vllms_revision(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from policyspec.adapters import loader
+    from policyspec.vllm.releases import release_of
+
+    monkeypatch.setattr(loader, "installed_release", lambda: ("0.33.2", release_of("0.33.2")))
+    subject = subject_for_class(R9AndR10)
+    assert subject.api == "R9"
+    assert "the installed vLLM 0.33.2's revision" in subject.notes[0]
+
+
+def test_an_r10_policy_gets_r10s_hook_defaults_never_a_touch() -> None:
+    """0.34's base class: on_store_miss does nothing (0.33's touched)."""
+    policy = subject_for_class(R10FromScratch).build(4)
+    policy.insert(b"k", object())
+    assert policy.on_store_miss([b"k", b"j"], object()) is None  # type: ignore[attr-defined]
+    assert policy.on_request_access([b"k"], object()) is None  # type: ignore[attr-defined]

@@ -40,9 +40,9 @@ THRESHOLD = CostSettings().threshold
 
 
 def _counting(cls: type) -> Subject:
-    """``cls`` through the adapters (the ARCs are R9), on policyspec's plain
-    blocks, which the cost engine counts the reads of."""
-    return replace(subject_for_class(cls), make_block=Block)
+    """``cls`` through the adapters as R9 (the 0.33 ARCs, with touch), on
+    policyspec's plain blocks, which the cost engine counts the reads of."""
+    return replace(subject_for_class(cls).fitted("R9"), make_block=Block)
 
 
 def faulty(name: str) -> Subject:

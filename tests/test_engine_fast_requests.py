@@ -40,7 +40,7 @@ from policyspec.subject import Subject
 
 HOOKS = Path(__file__).parent / "faulty" / "hooks"
 LRU_R9 = subject_for_class(SeedLRUAtR9, api="R9")
-LRU_033 = subject_for_class(LRU033CachePolicy)
+LRU_033 = subject_for_class(LRU033CachePolicy).fitted("R9")  # 0.33: with touch
 CORE = get_profile("core")
 SEED = 20240611
 

@@ -1,11 +1,11 @@
-"""The guard inside the real vLLM 0.33.0 (issue 16, item 5): vLLM's own
+"""The guard inside the real vLLM 0.33.0 or 0.34.0 (issue 16, item 5): vLLM's own
 ``CPUOffloadingManager`` loads ``policyspec.guard`` by module path
 (``cache_policy="GuardPolicy"``, ``cache_policy_module_path``) around the
 in-tree LRU and around a faulty policy of the corpus, request traffic runs
 (``policyspec.vllm.traffic`` with vLLM's ``ReqContext``), and the recorded histories
 are judged: the in-tree LRU's conforms to core, the faulty one fails under
 its header's id, and the guard's check mode reports the same id online.
-Runs in .ci/vllm033.sh; skipped where vLLM does not import.
+Runs in .ci/vllm.sh (each release); skipped where vLLM does not import.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ import logging
 from pathlib import Path
 
 import pytest
-from vllm_env import require_vllm
+from vllm_env import installed_release, require_vllm
 
 from policyspec.history.judge import judge_paths
 from policyspec.vllm.traffic import TrafficConfig, drive
 
-require_vllm("vllm.v1.kv_offload.cpu.manager")
+RELEASE = installed_release(require_vllm("vllm.v1.kv_offload.cpu.manager"))
+EXACT = {"0.33": ("lru-0.33", "arc"), "0.34": ("lru-0.34", "arc-0.34")}[RELEASE]
+"""The installed release's exact LRU and ARC profiles (judged by default)."""
 
 from vllm.v1.kv_offload.base import ReqContext  # noqa: E402
 from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager  # noqa: E402
@@ -39,7 +41,9 @@ def _run(monkeypatch: pytest.MonkeyPatch, target: str, history: Path, mode: str)
     guard = manager._policy
     assert type(guard).__name__ == "GuardPolicy"
     try:
-        drive(manager, TrafficConfig(seed=5, requests=300), req_context_type=ReqContext)
+        drive(manager, TrafficConfig(seed=5, requests=300,
+                                     touch=TrafficConfig.touch if RELEASE == "0.33" else 0.0),
+              req_context_type=ReqContext)
     except AssertionError:
         pass  # vLLM's own asserts stop a faulty policy's run; the history has it all
     finally:
@@ -52,7 +56,7 @@ def _show(capsys: pytest.CaptureFixture[str], line: str) -> None:
         print(f"\n  {line}")
 
 
-def test_the_in_tree_lru_under_the_guard_conforms_to_core_and_lru_0_33(
+def test_the_in_tree_lru_under_the_guard_conforms_to_core_and_its_exact_lru(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     history = tmp_path / "lru.jsonl"
@@ -62,10 +66,11 @@ def test_the_in_tree_lru_under_the_guard_conforms_to_core_and_lru_0_33(
     found = {p.profile: p for p in verdict.profiles}
     assert verdict.calls > 5000
     assert verdict.passed, (found["core"].first, verdict.caller)
-    assert found["lru-0.33"].conforms, found["lru-0.33"].first
-    assert found["arc"].first is not None  # not an ARC, and the judge sees it
+    lru, arc = EXACT
+    assert found[lru].conforms, found[lru].first
+    assert found[arc].first is not None  # not an ARC, and the judge sees it
     assert verdict.exercised["EVICT-EXACT-N"] > 0
-    _show(capsys, f"guard around vLLM's in-tree LRU in the real CPUOffloadingManager: "
+    _show(capsys, f"guard around vLLM {RELEASE}'s in-tree LRU in the real CPUOffloadingManager: "
           f"{verdict.calls:,} calls recorded, {verdict.exercised['EVICT-EXACT-N']:,} evictions; "
           + "; ".join(f"{p.profile}: {'conforms' if p.conforms else 'no, ' + p.first.requirement}"
                       for p in verdict.profiles if p.judged or p.first))

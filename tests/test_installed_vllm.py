@@ -1,12 +1,14 @@
 """The installed vLLM's own in-tree LRU and ARC, checked with policyspec
 with the quick budget and a fixed seed, against vLLM's own modules (not
-policyspec's stand-ins): the LRU passes core, and lru up to vLLM 0.30 (from
-0.31 it fails exactly LRU-MARK-RECENCY, by design: HEAP_LRU); the ARC
-passes arc.
+policyspec's stand-ins): the LRU passes core and its release's exact
+profile (lru-0.33, lru-0.34), and lru up to vLLM 0.30 (from 0.31 it fails
+exactly LRU-MARK-RECENCY, by design: HEAP_LRU; 0.34's has no touch, so
+lru's touch clause does not apply); the ARC passes core and its release's
+exact profile (arc, arc-0.34).
 
-Runs only where vLLM's policy modules import: .ci/vllm033.sh installs
-vLLM 0.33.0 on the CPU and runs it there (README, "Checking against an
-installed vLLM"); skipped everywhere else.
+Runs only where vLLM's policy modules import: .ci/vllm.sh installs vLLM
+0.33.0 and 0.34.0 on the CPU and runs it in each (README, "Checking against
+an installed vLLM"); skipped everywhere else.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from vllm_env import require_vllm
+from vllm_env import installed_release, require_vllm
 
 from policyspec.adapters import load_subject
 from policyspec.profiles import get_profile
@@ -36,6 +38,9 @@ def _vllm_version() -> str:
 
 
 VERSION = _vllm_version()
+RELEASE = installed_release(sys.modules["vllm"])
+EXACT = {"0.33": ("lru-0.33", "arc"), "0.34": ("lru-0.34", "arc-0.34")}[RELEASE]
+"""The installed release's exact LRU and ARC profiles."""
 
 
 def _shown(report: Report) -> str:
@@ -60,8 +65,9 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def _check(target: str, profile: str, capacity: int) -> Report:
-    report = run_check(load_subject(target), get_profile(profile), budget="quick", seed=SEED,
-                       capacity=capacity)
+    chosen = get_profile(profile)
+    report = run_check(load_subject(target, prefer=chosen.api), chosen, budget="quick",
+                       seed=SEED, capacity=capacity)
     module = sys.modules[target.partition(":")[0]]
     assert not standins.is_standin(module) and module.__file__, module
     assert OWN_MODULES in report.notes, report.notes
@@ -74,9 +80,11 @@ def _check(target: str, profile: str, capacity: int) -> Report:
     ("target", "profile", "capacity"),
     [
         (f"{LRU}:LRUCachePolicy", "core", 64),
-        (f"{ARC}:ARCCachePolicy", "arc", 8),
+        (f"{LRU}:LRUCachePolicy", EXACT[0], 64),
+        (f"{ARC}:ARCCachePolicy", "core", 64),
+        (f"{ARC}:ARCCachePolicy", EXACT[1], 8),
     ],
-    ids=["lru-core", "arc"],
+    ids=["lru-core", "lru-exact", "arc-core", "arc-exact"],
 )
 def test_in_tree_policy_conforms_to_its_profile(target: str, profile: str, capacity: int) -> None:
     # capacity 8 for ARC, as tests/test_arc_corpus.py: ghost hits and a

@@ -16,7 +16,7 @@ from policyspec.harness.second_thread import on_second_thread
 from policyspec.profiles import get_profile
 from policyspec.reference import LRU033CachePolicy
 
-LRU_033 = subject_for_class(LRU033CachePolicy)
+LRU_033 = subject_for_class(LRU033CachePolicy).fitted("R9")  # 0.33: with touch
 CORE = get_profile("core")
 
 

@@ -1,4 +1,6 @@
-"""Differential runs against the real vLLM 0.33.0 (run by .ci/vllm033.sh).
+"""Differential runs against the real vLLM 0.33.0 or 0.34.0 (run by
+.ci/vllm.sh in each release's venv); the emulation, the traffic and the
+references are those of the installed release.
 
 1. The real ``CPUOffloadingManager`` and policyspec's emulation of it
    (policyspec.vllm.manager), each around a recording proxy of the same
@@ -22,15 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from vllm_env import require_vllm
+from vllm_env import installed_release, require_vllm
 
+from policyspec.reference import ARC034CachePolicy, LRU033CachePolicy, LRU034CachePolicy
 from policyspec.reference import ARCCachePolicy as ReferenceARC
-from policyspec.reference import LRU033CachePolicy
 from policyspec.vllm.manager import OffloadingManagerEmulation
 from policyspec.vllm.recorder import Call, KeyNames, RecordingPolicy, first_difference
 from policyspec.vllm.traffic import TrafficConfig, drive
 
-require_vllm("vllm.v1.kv_offload.cpu.manager")
+RELEASE = installed_release(require_vllm("vllm.v1.kv_offload.cpu.manager"))
 
 from vllm.v1.kv_offload.base import ReqContext  # noqa: E402
 from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager  # noqa: E402
@@ -38,13 +40,19 @@ from vllm.v1.kv_offload.cpu.policies.arc import ARCCachePolicy  # noqa: E402
 from vllm.v1.kv_offload.cpu.policies.base import ChunkStatus  # noqa: E402
 from vllm.v1.kv_offload.cpu.policies.lru import LRUCachePolicy  # noqa: E402
 
+REFERENCES: dict[str, tuple[type, type]] = {
+    "0.33": (LRU033CachePolicy, ReferenceARC),
+    "0.34": (LRU034CachePolicy, ARC034CachePolicy),
+}
+"""The reference LRU and ARC of each release."""
+
 POLICIES: dict[str, type] = {
     "vllm-lru": LRUCachePolicy,
     "vllm-arc": ARCCachePolicy,
-    "reference-lru-0.33": LRU033CachePolicy,
-    "reference-arc": ReferenceARC,
+    f"reference-lru-{RELEASE}": REFERENCES[RELEASE][0],
+    f"reference-arc-{RELEASE}": REFERENCES[RELEASE][1],
 }
-PAIRS = [("vllm-lru", "reference-lru-0.33"), ("vllm-arc", "reference-arc")]
+PAIRS = [("vllm-lru", f"reference-lru-{RELEASE}"), ("vllm-arc", f"reference-arc-{RELEASE}")]
 
 
 def _configs() -> list[tuple[TrafficConfig, int, int]]:
@@ -57,6 +65,7 @@ def _configs() -> list[tuple[TrafficConfig, int, int]]:
             config = TrafficConfig(
                 seed=seed, requests=60, running=2 + seed % 4, delay=(0, 1 + seed % 3),
                 reset=0.03, two_threads=seed % 2 == 1,
+                touch=TrafficConfig.touch if RELEASE == "0.33" else 0.0,  # 0.34 has none
             )
             out.append((config, num_chunks, threshold))
     return out
@@ -79,7 +88,8 @@ def _real(policy: RecordingPolicy, num_chunks: int, threshold: int) -> Any:
 
 def _emulated(policy: RecordingPolicy, num_chunks: int, threshold: int) -> Any:
     return OffloadingManagerEmulation(
-        policy, num_chunks, enable_events=True, store_threshold=threshold, chunk_type=ChunkStatus
+        policy, num_chunks, enable_events=True, store_threshold=threshold, chunk_type=ChunkStatus,
+        release=RELEASE,
     )
 
 
@@ -146,7 +156,8 @@ def test_the_emulation_calls_the_policy_exactly_as_the_real_manager(
         final_differ += real.final != emulated.final
     assert calls > 10_000 and evictions > 100 and drained > 5 * len(CONFIGS)
     with figures_shown(capsys) as show:
-        show(f"real manager vs emulation, {policy}: {len(CONFIGS)} runs, {requests} requests, "
+        show(f"vLLM {RELEASE}: real manager vs emulation, {policy}: {len(CONFIGS)} runs, "
+             f"{requests} requests, "
              f"{calls} calls recorded from the real manager, {evictions} successful evicts, "
              f"{differ} differences; final eviction orders ({drained} victims) that differ: "
              f"{final_differ}")

@@ -1,5 +1,5 @@
 """policyspec's vLLM stand-ins (policyspec.vllm.standins) against the
-real vLLM 0.33.0 (run by .ci/vllm033.sh): every name a stand-in module
+real vLLM 0.33.0 and 0.34.0 (run by .ci/vllm.sh in each): every name a stand-in module
 provides exists in vLLM's module with the same call signature, every
 deliberate difference is listed here with its reason (a new one, or one
 that went away, fails), and the ``CachePolicy`` ABC's abstract methods and
@@ -17,11 +17,11 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from vllm_env import require_vllm
+from vllm_env import installed_release, require_vllm
 
 from policyspec.vllm.standins import MODELED, keys, policies
 
-require_vllm("vllm.v1.kv_offload.cpu.policies.base")
+RELEASE = installed_release(require_vllm("vllm.v1.kv_offload.cpu.policies.base"))
 
 OLDER_HOMES = {
     "vllm.v1.kv_offload.abstract": "R0's home of OffloadKey",
@@ -43,13 +43,23 @@ EXTRA_METHODS = {
     "open_session": "R6 session hooks (a pull-request head)",
     "close_session": "R6 session hooks (a pull-request head)",
 }
-"""Methods of the stand-in CachePolicy that 0.33.0's has not."""
+if RELEASE == "0.34":
+    EXTRA_METHODS["touch"] = "gone in 0.34.0; R-1 to R9 policies define it (not abstract here)"
+"""Methods of the stand-in CachePolicy that the installed release's has not."""
 
 NOT_IN_THE_ABC = {
     "clear": "R0 and R1 policies have no clear() and must still build; a default would "
              "make them look as if they had one (capabilities are read from the class)",
 }
-"""Abstract in 0.33.0, absent from the stand-in ABC (one ABC for every revision)."""
+"""Abstract in 0.33.0 and 0.34.0, absent from the stand-in ABC (one ABC for
+every revision)."""
+
+NOT_ABSTRACT_HERE = {
+    "0.33": {"touch": "abstract up to 0.33.0, gone from 0.34.0: an R10 policy must build"},
+    "0.34": {"on_request_finished": "abstract from 0.34.0 only: an R8 or R9 policy that "
+                                    "keeps 0.33's default must build"},
+}[RELEASE]
+"""Abstract in the installed release, a method with a default here."""
 
 MISSING_FIELDS = {"load_tier_filter": "the tiering package's TierFilter is not modelled"}
 """ReqContext fields of 0.33.0 the stand-in has not."""
@@ -176,7 +186,8 @@ def test_the_abc_has_vllms_methods_abstract_where_vllms_are() -> None:
     ours = policies.CachePolicy
     assert _abc_methods(ours) - _abc_methods(theirs) == set(EXTRA_METHODS)
     assert _abc_methods(theirs) - _abc_methods(ours) == set(NOT_IN_THE_ABC)
-    assert set(theirs.__abstractmethods__) - set(ours.__abstractmethods__) == set(NOT_IN_THE_ABC)
+    assert set(theirs.__abstractmethods__) - set(ours.__abstractmethods__) == (
+        set(NOT_IN_THE_ABC) | set(NOT_ABSTRACT_HERE))
     assert set(ours.__abstractmethods__) <= set(theirs.__abstractmethods__)
     assert parameters(ours.__init__)[:2] == parameters(theirs.__init__)
 
@@ -196,7 +207,11 @@ def test_every_call_of_a_default_binds_on_the_standin(method: str) -> None:
     ours.bind(values[0], **dict(zip(names[1:], values[1:], strict=True)))
 
 
-def _recording(base: type) -> Any:
+def _recording(base: type, *, touches: bool) -> Any:
+    """A policy that records what the defaults do: with ``touch`` (an R9
+    class, whose finish is the default) or without (an R10 class, which
+    must define its finish itself)."""
+
     class Policy(base):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
             super().__init__(cache_capacity=4)
@@ -208,15 +223,30 @@ def _recording(base: type) -> Any:
         def evict(self, n: int, protected: Any) -> Any: ...
         def clear(self) -> None: ...
 
-        def touch(self, keys: Any, req_context: Any) -> None:
+    if touches:
+        def touch(self: Any, keys: Any, req_context: Any) -> None:
             self.touched.append((list(keys), req_context))
 
+        Policy.touch = touch
+    else:
+        def on_request_finished(self: Any, *args: Any) -> None:
+            return None
+
+        Policy.on_request_finished = on_request_finished
+    Policy.__abstractmethods__ = frozenset(
+        m for m in Policy.__abstractmethods__ if not callable(vars(Policy).get(m)))
     return Policy()
 
 
 def test_the_defaults_behave_as_vllms() -> None:
-    theirs = _recording(real("vllm.v1.kv_offload.cpu.policies.base").CachePolicy)
-    ours = _recording(policies.CachePolicy)
+    """0.33.0's defaults touch (a class must define touch); 0.34.0's do
+    nothing (a class may lack touch and must define its finish). The
+    stand-in's touch when the class defines touch and do nothing otherwise,
+    so each release's own classes see its defaults."""
+    touches = RELEASE == "0.33"
+    theirs = _recording(real("vllm.v1.kv_offload.cpu.policies.base").CachePolicy,
+                        touches=touches)
+    ours = _recording(policies.CachePolicy, touches=touches)
     ctx = object()
     for policy in (theirs, ours):
         assert policy.cache_capacity == 4
@@ -229,6 +259,7 @@ def test_the_defaults_behave_as_vllms() -> None:
         ) is None
         assert policy.mark_evictable(b"a") is None
         assert policy.mark_non_evictable(b"a") is None
-    assert theirs.touched == ours.touched == [
+    expected = [
         ([b"a", b"b"], ctx), ([b"a"], ctx), ([b"b", b"c"], ctx), ([b"d"], ctx),
-    ]
+    ] if touches else []
+    assert theirs.touched == ours.touched == expected

@@ -1,6 +1,6 @@
 """Tests that need the real vLLM: skipped where its modules do not import,
-except under ``POLICYSPEC_REQUIRE_VLLM=1`` (set by .ci/vllm033.sh in the venv
-it installs vLLM into), where a vLLM that does not import is an error: a CI
+except under ``POLICYSPEC_REQUIRE_VLLM=1`` (set by .ci/vllm.sh in the venv
+it installs vLLM 0.33.0 or 0.34.0 into), where a vLLM that does not import is an error: a CI
 step that silently skipped every test would prove nothing.
 """
 
@@ -15,7 +15,7 @@ import pytest
 
 from policyspec.vllm import standins
 
-__all__ = ["REQUIRED", "require_vllm"]
+__all__ = ["REQUIRED", "installed_release", "require_vllm"]
 
 REQUIRED = os.environ.get("POLICYSPEC_REQUIRE_VLLM", "") not in ("", "0")
 
@@ -42,3 +42,17 @@ def require_vllm(*modules: str) -> ModuleType:
     vllm = sys.modules["vllm"]
     assert not standins.is_standin(vllm)
     return vllm
+
+
+def installed_release(vllm: ModuleType) -> str:
+    """The manager release of the installed vLLM (``policyspec.vllm.manager``
+    emulates "0.33" and "0.34"): the series of ``vllm.__version__``; a test
+    module fails when it is not one policyspec follows."""
+    from policyspec.vllm.releases import release_of
+
+    version = str(getattr(vllm, "__version__", "unknown"))
+    release = release_of(version)
+    if release is None:
+        raise RuntimeError(f"vLLM {version} is not a release policyspec follows "
+                           "(policyspec drift says how it differs)")
+    return release.series

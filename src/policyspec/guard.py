@@ -24,11 +24,13 @@ recorded by its type) and passes them on. In ``raise`` mode it raises
 ``GuardViolation`` after the call, when the call broke a rule.
 
 A hook the wrapped policy inherits from vLLM's base class (or has not at
-all, a policy of an older revision) is carried out as the base class does
-(``on_store_miss`` and ``on_request_finished`` touch) and both the hook and
-the calls it makes are recorded, so that the history shows what the policy
-saw. Presence is judged at the manager's own ``get`` calls: the guard makes
-no call of its own, which could move the policy's state.
+all, a policy of an older revision) is carried out as the base class of
+its revision does (up to vLLM 0.33, R9: ``on_store_miss`` and
+``on_request_finished`` touch; from 0.34, R10, which has no touch: they do
+nothing) and both the hook and the calls it makes are recorded, so that
+the history shows what the policy saw. Presence is judged at the manager's
+own ``get`` calls: the guard makes no call of its own, which could move the
+policy's state.
 """
 
 from __future__ import annotations
@@ -128,6 +130,26 @@ def load_target(text: str) -> type:
     if not isinstance(cls, type):
         raise ValueError(f"{text}: {target.attr} is not a class")
     return cls
+
+
+def _installed_revision() -> str | None:
+    """The revision of the installed vLLM release, or None."""
+    from policyspec.vllm.releases import installed_release
+
+    installed = installed_release()
+    release = installed[1] if installed is not None else None
+    return release.revision if release is not None else None
+
+
+def _revision(cls: type) -> str:
+    """The API revision ``cls`` runs as under the vLLM that loads the
+    guard: the detected one; for a class that fits two (vLLM 0.33's
+    policies still define touch), the installed vLLM's, else the newest."""
+    from policyspec.adapters.revisions import detect
+
+    found = detect(cls)
+    installed = _installed_revision()
+    return installed if found.fits and installed in found.fits else found.api
 
 
 def _takes(method: Callable[..., Any], count: int) -> bool:
@@ -262,17 +284,25 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         path = str(history or env(ENV["history"], "policyspec-history.jsonl"))
         self.path = Path(path.replace("{pid}", str(os.getpid())))
         self.policy = cls(cache_capacity=cache_capacity)
+        self.api = _revision(cls)
+        """The API revision the wrapped policy runs as (R9 or R10 for a
+        policy that fits both: the installed vLLM's, else the newest)."""
         p = self.policy
         self._get = p.get
         self._insert = p.insert
         self._remove = p.remove
-        self._touch = p.touch
+        self._touch = getattr(p, "touch", None)
         self._evict = p.evict
         self._clear = getattr(p, "clear", None)
         self._mark_e = getattr(p, "mark_evictable", None) or _nothing
         self._mark_ne = getattr(p, "mark_non_evictable", None) or _nothing
         self._insert_ctx = _takes(p.insert, 3)
-        self._touch_ctx = _takes(p.touch, 2)
+        self._touch_ctx = self._touch is not None and _takes(self._touch, 2)
+        self._default_touches = self._touch is not None and "R10" not in (
+            self.api, _installed_revision())
+        """Whether a hook the policy lacks touches: the default of its
+        revision's base class, and of the installed vLLM's (0.34's touches
+        nothing)."""
         hooks = {name: getattr(p, name) for name in (
             "on_store_miss", "on_request_access", "on_request_finished") if _own(p, name)}
         self._store_miss = hooks.get("on_store_miss")
@@ -330,7 +360,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         for key, (_, _, k, cid) in self._held.items():
             flat += (int(k), int(cid), 0 if key in idle else (1 if key in pinned else -1))
         return fmt.header(
-            capacity=self.cache_capacity, target=self.target_name, api="R9",
+            capacity=self.cache_capacity, target=self.target_name, api=self.api,
             mode=self.mode, segment=segment, first_call=self._calls,
             generation=self.generation,
             state={"keys": flat, "idle": [int(ids[key]) for key in idle]},
@@ -576,6 +606,8 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         keys = keys if isinstance(keys, list | tuple) else list(keys)
         touched = tuple(keys)  # as passed: the policy may change a list
         record = f"[3,[{','.join(map(self._ids.__getitem__, touched))}]]"
+        if self._touch is None:
+            raise AttributeError(f"{type(self.policy).__name__} has no touch (vLLM 0.34, R10)")
         try:
             if self._touch_ctx:
                 self._touch(keys, req_context)
@@ -696,7 +728,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._raised(exc, record)
             raise
         self._put(record)
-        if own is None:
+        if own is None and self._default_touches:
             self.touch(keys, req_context)
 
     def on_request_access(self, keys: Iterable[Any], req_context: Any) -> None:
@@ -731,7 +763,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._raised(exc, record)
             raise
         self._put(record)
-        if own is None:
+        if own is None and self._default_touches:
             for group in key_groups:
                 self.touch(group, req_context)
         self._positions.pop(r, None)

@@ -149,13 +149,13 @@ def check_target(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if isinstance(target, str):
-        subject = load_subject(target, stand_in=options.stand_in, api=options.api,
-                               prefer=chosen.api)
+        subject = load_subject(target, stand_in=options.stand_in, api=options.api)
     else:
         if options.isolate:
             raise UsageError("isolation needs a target the child process can import "
                              "(pkg.module:Class or file.py:Class), not a class object")
-        subject = subject_for_class(target, api=options.api, prefer=chosen.api)
+        subject = subject_for_class(target, api=options.api)
+    subject = subject.fitted(chosen.api)  # before --isolate hands the revision on
     with _isolated(target, subject, options) as isolated:
         return run_check(isolated, chosen, options=options, progress=progress)
 
@@ -218,6 +218,7 @@ def run_check(
         shard=options.shard if shard is None else shard,
     )
     options.validate()
+    subject = subject.fitted(profile.api)
     say = progress or (lambda _msg: None)
     budget_ = options.budget
     seconds = budget_ if isinstance(budget_, int | float) else BUDGETS[budget_].seconds

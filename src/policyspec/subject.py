@@ -96,6 +96,13 @@ class Subject:
     """Install the vLLM stand-ins for the whole run when vLLM is missing
     (a policy may import ``vllm`` inside a method); False for a target
     loaded with ``--no-stand-in``."""
+    fits: tuple[str, ...] = ()
+    """Every API revision the class is a complete policy of, when it fits
+    more than one and none was forced (R10 and R9: a vLLM 0.33 policy that
+    defines its own finish); empty otherwise."""
+    refit: Callable[[str], Subject] | None = None
+    """The same class as a Subject driven as another revision of ``fits``
+    (``fitted``); None when there is no choice."""
     argument_report: Callable[[], str | None] | None = None
     """None: the policy lives in this process and the harness compares the
     argument containers it handed over itself. For a policy in another
@@ -105,6 +112,14 @@ class Subject:
 
     def has(self, capability: str) -> bool:
         return capability in self.capabilities
+
+    def fitted(self, api: str | None) -> Subject:
+        """This subject driven as revision ``api`` when it fits it and was
+        chosen as another (a profile of one vLLM release names its
+        revision: ``Profile.api``); itself otherwise."""
+        if api is None or api == self.api or api not in self.fits or self.refit is None:
+            return self
+        return self.refit(api)
 
 
 def subject_from_class(cls: Callable[..., Any], name: str | None = None) -> Subject:

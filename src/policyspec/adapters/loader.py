@@ -150,6 +150,7 @@ def _subject(
     prefer: str | None = None,
 ) -> Subject:
     label = cls.__name__
+    given = tuple(notes)
     found = detect(cls)
     chosen, how = _choose(found, api, prefer)
     notes.insert(0, how)
@@ -199,8 +200,15 @@ def _subject(
     make_block = block_factory(block_type(cls, chosen, kind))
     if kind == "chunk":
         notes.append("blocks are ChunkStatus records (chunk_id)")
+    fits = found.fits if api is None else ()
+
+    def refit(other: str) -> Subject:
+        return _subject(cls, None, name, capacity_probe, list(given), other)
+
     return Subject(
         name=name,
+        fits=fits,
+        refit=refit if fits else None,
         build=_builder(cls, chosen, "evict_until" in capabilities),
         make_block=make_block,
         make_key=offload_key,

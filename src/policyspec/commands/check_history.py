@@ -26,8 +26,8 @@ def add_parser(sub: Any) -> None:
         "broken, 2 could not judge.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="history file(s), in order")
-    parser.add_argument("--profile", help="judge this profile only (default: every profile "
-                        "the judge has a model of: core, lru)")
+    parser.add_argument("--profile", help="judge this profile only (default: core, lru and "
+                        "the exact profiles of the recorded revision's vLLM release)")
     parser.add_argument("--json", metavar="OUT", dest="json_out",
                         help="write the verdicts, with each window's vector case, as JSON")
     parser.add_argument("--cases", metavar="DIR",
@@ -100,10 +100,10 @@ def render(verdict: Any) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from policyspec.history.format import HistoryError
-    from policyspec.history.judge import IN_PLACE, JUDGED_PROFILES, judge_paths, window_case
+    from policyspec.history.judge import IN_PLACE, judge_paths, window_case
     from policyspec.profiles import get_profile
 
-    profiles: tuple[str, ...] = JUDGED_PROFILES
+    profiles: tuple[str, ...] | None = None
     if args.profile:
         try:
             get_profile(args.profile)

@@ -1,8 +1,8 @@
 """``policyspec record TARGET --out PATH``: run TARGET under
-``policyspec.guard`` behind the emulation of vLLM 0.33's offloading manager
-(``policyspec.vllm.manager``), driven by its request traffic (``policyspec.vllm.traffic``), and
-write the history: to try the guard and ``check-history`` without a vLLM
-server."""
+``policyspec.guard`` behind the emulation of the offloading manager of its
+vLLM release (0.33's, or 0.34's for an R10 policy: ``policyspec.vllm.manager``),
+driven by its request traffic (``policyspec.vllm.traffic``), and write the
+history: to try the guard and ``check-history`` without a vLLM server."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ __all__ = ["add_parser", "record"]
 def add_parser(sub: Any) -> None:
     parser = sub.add_parser(
         "record",
-        help="record a history of a policy behind the emulated vLLM 0.33 manager",
+        help="record a history of a policy behind the emulated vLLM manager (0.33 or 0.34)",
         description="Drive TARGET (pkg.module:Class or path/to/file.py:Class) under "
         "policyspec.guard through the manager workload and write its history to PATH. "
         "Exit 0 when the run completed, 1 when the policy or the manager raised (the "
@@ -53,17 +53,19 @@ def record(target: str, out: str, *, calls: int, seed: int = 0, capacity: int = 
 def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode: str,
             two_threads: bool) -> tuple[Any, BaseException | None]:
     from policyspec.guard import GuardPolicy
-    from policyspec.vllm.manager import OffloadingManagerEmulation
+    from policyspec.vllm.manager import OffloadingManagerEmulation, release_for
     from policyspec.vllm.traffic import TrafficConfig, drive
 
     guard = GuardPolicy(capacity, target=target, mode=mode, history=out)
-    manager = OffloadingManagerEmulation(guard, capacity)
+    release = release_for(guard.api)
+    manager = OffloadingManagerEmulation(guard, capacity, release=release)
+    touch = TrafficConfig.touch if release == "0.33" else 0.0
     stopped: BaseException | None = None
     round_ = 0
     try:
         while guard.calls < calls:
             drive(manager, TrafficConfig(seed=seed * 100_003 + round_, requests=200,
-                                         two_threads=two_threads),
+                                         two_threads=two_threads, touch=touch),
                   req_context_type=functools.partial(_context, round_))
             round_ += 1
     except Exception as exc:

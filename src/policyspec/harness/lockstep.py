@@ -75,6 +75,9 @@ class Lockstep:
         fatal: Callable[[str], bool] | None = None,
         threads: bool | None = None,
     ) -> None:
+        # A policy that fits two revisions is driven as the profile's
+        # (run_check does the same for every engine).
+        subject = subject.fitted(profile.api)
         self.subject = subject
         self.profile = profile
         self.capacity = capacity

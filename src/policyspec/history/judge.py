@@ -31,18 +31,33 @@ __all__ = [
     "ProfileVerdict",
     "Verdict",
     "judge_paths",
+    "judged_profiles",
     "read_segments",
     "segments_of",
     "window_case",
 ]
 
-JUDGED_PROFILES = ("core", "lru", "lru-0.33", "arc")
-"""The profiles judged when none is named: core and the seed LRU in place
-(``CoreJudge``), vLLM 0.33's LRU and ARC through their models
-(``ModelJudge``). Any other profile with a refinement can be named."""
-
 IN_PLACE = ("core", "lru")
 """Profiles ``CoreJudge`` judges in place (and whose failures get a window)."""
+
+
+def judged_profiles(api: str | None) -> tuple[str, ...]:
+    """The profiles judged when none is named: core and the seed LRU in place
+    (``CoreJudge``), and through their models (``ModelJudge``) the exact
+    profiles of the vLLM release whose revision the history was recorded
+    as (R9: lru-0.33 and arc; R10: lru-0.34 and arc-0.34; a history without
+    a revision is R9's, the first the guard recorded). Any other profile
+    with a refinement can be named."""
+    from policyspec.registry import load_profile_entries
+
+    revision = api or "R9"
+    exact = tuple(e.name for e in load_profile_entries().values()
+                  if e.refinement is not None and e.api == revision)
+    return (*IN_PLACE, *exact)
+
+
+JUDGED_PROFILES = judged_profiles("R9")
+"""The profiles judged by default in a history recorded as R9 (vLLM 0.33)."""
 
 _CHUNK = 1 << 20
 """Bytes of lines parsed by one ``json.loads`` (its records are what the
@@ -183,11 +198,16 @@ def _judge(header: dict[str, Any], sink: Any = None, ordered: bool = True) -> Co
                      sink=sink)
 
 
-def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] = JUDGED_PROFILES
+def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] | None = None
                 ) -> Verdict:
-    """One streaming pass over a history (module doc). The cyclic garbage
-    collector is off meanwhile: records are acyclic lists, and its passes
-    over each parsed block cost a third of the time."""
+    """One streaming pass over a history (module doc); ``profiles`` None:
+    those of the history's revision (``judged_profiles``). The cyclic
+    garbage collector is off meanwhile: records are acyclic lists, and its
+    passes over each parsed block cost a third of the time."""
+    if profiles is None:
+        first = segments_of(paths)[0]
+        with first.open(encoding="utf-8") as file:
+            profiles = judged_profiles(_header(file, first).get("api"))
     enabled = gc.isenabled()
     gc.disable()
     try:

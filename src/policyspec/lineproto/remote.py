@@ -151,7 +151,9 @@ class ExecTarget:
         (its ``args`` field), until ``take_args_report`` reads it."""
         hello = self._hello()
         wanted = hello.get("capabilities", sorted(ALL_CAPABILITIES))
-        capabilities = frozenset(c for c in wanted if c in ALL_CAPABILITIES)
+        capabilities = frozenset(c for c in wanted if c in ALL_CAPABILITIES) - {"touch"}
+        if hello.get("touch", True) is not False:  # a vLLM 0.34 (R10) runner says false
+            capabilities |= {"touch"}
         name = str(hello.get("name") or command)
         make_key = _int_key if keys == "int" else _hex_key
         self.subject = Subject(

@@ -82,7 +82,8 @@ class Server:
         op = request.get("op")
         if op == "hello":
             return {"ok": True, "protocol": PROTOCOL, "name": self.subject.name,
-                    "capabilities": sorted(self.subject.capabilities & {"clear", "mark"})}
+                    "capabilities": sorted(self.subject.capabilities & {"clear", "mark"}),
+                    "touch": self.subject.has("touch")}
         if op == "create":
             self.blocks = {}
             self.given.clear()
