@@ -229,7 +229,8 @@ def _recording(base: type, *, touches: bool) -> Any:
 
         Policy.touch = touch
     else:
-        def on_request_finished(self: Any, *args: Any) -> None:
+        def on_request_finished(self: Any, key_groups: Any, insertion_only_keys: Any,
+                                reused_keys: Any, req_context: Any) -> None:
             return None
 
         Policy.on_request_finished = on_request_finished
