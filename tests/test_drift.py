@@ -288,3 +288,37 @@ def test_the_real_wheels_are_their_revisions(
     assert out[0].startswith(f"policyspec drift: vLLM {version} ({wheel}) is API revision "
                              f"{revision}"), out
     assert code == (0 if revision in REVISIONS else 1), out
+
+
+# -- a policy that fits no revision is told to run drift ---------------------
+
+
+def test_a_policy_that_fits_no_revision_is_told_what_it_has_and_to_run_drift(
+    tmp_path: Path,
+) -> None:
+    """Written for a vLLM whose evict became evict_chunks: no revision fits."""
+    from policyspec.adapters import TargetError, load_subject
+
+    path = tmp_path / "renamed.py"
+    path.write_text(
+        "class Renamed:\n"
+        "    def __init__(self, cache_capacity): self.chunks = {}\n"
+        "    def get(self, key): return self.chunks.get(key)\n"
+        "    def insert(self, key, chunk, req_context): self.chunks[key] = chunk\n"
+        "    def remove(self, key): del self.chunks[key]\n"
+        "    def on_request_finished(self, key_groups, insertion_only, reused, req_context):\n"
+        "        pass\n"
+        "    def evict_chunks(self, n, protected): return None\n"
+        "    def clear(self): self.chunks.clear()\n"
+    )
+    with pytest.raises(TargetError) as raised:
+        load_subject(f"{path}:Renamed")
+    text = str(raised.value)
+    assert text.startswith("Renamed lacks ") and "evict" in text.split(", required")[0], text
+    assert ("it defines clear, evict_chunks, get, insert, on_request_finished, remove; "
+            "the nearest revision policyspec knows is R") in text
+    nearest = text.split("nearest revision")[1]
+    assert "(it lacks " in nearest and "evict)" in nearest, text
+    assert text.endswith("run `policyspec drift` to compare the installed vLLM with the "
+                         "revisions policyspec knows")
+    assert "\n" not in text

@@ -119,7 +119,8 @@ def _subject(
     if missing:
         how = "forced with --api" if api else "detected; --api forces another"
         raise TargetError(
-            f"{label} lacks {', '.join(missing)}, required by API revision {chosen} ({how})"
+            f"{label} lacks {', '.join(missing)}, required by API revision {chosen} ({how}); "
+            + _no_revision_fits(cls)
         )
     notes.extend(p.message for p in problems)
     probe_note = _check_constructor(cls, label, capacity_probe)
@@ -161,6 +162,36 @@ def _subject(
         api=chosen,
         capabilities=frozenset(capabilities),
         notes=tuple(notes),
+    )
+
+
+def _no_revision_fits(cls: type) -> str:
+    """What a class that fits no revision has, the revision it comes nearest
+    to, and where to look next: the vLLM it was written for may be newer
+    than every revision policyspec knows (``policyspec drift``)."""
+    methods = sorted(
+        n for n in dir(cls) if not n.startswith("_") and callable(own_member(cls, n))
+    )
+
+    def misfit(name: str) -> tuple[int, int, int]:
+        kinds = [p.kind for p in check_signatures(cls, name)]
+        return kinds.count("missing"), kinds.count("parameters"), kinds.count("missing-abstract")
+
+    # The newest of the revisions with the fewest core methods missing, then
+    # the fewest parameter lists that do not fit.
+    nearest = min(reversed(API_NAMES), key=misfit)
+    short = check_signatures(cls, nearest)
+    lacks = [p.method for p in short if p.kind == "missing"]
+    other = [p.method for p in short if p.kind == "parameters"]
+    fit = "; ".join(
+        [f"it lacks {', '.join(lacks)}"] * bool(lacks)
+        + [f"its {', '.join(other)} take{'s' * (len(other) == 1)} other parameters"]
+        * bool(other)
+    ) or "it fits it"
+    return (
+        f"it defines {', '.join(methods) or 'no public methods'}; the nearest revision "
+        f"policyspec knows is {nearest} ({fit}); if it was written for a newer vLLM, run "
+        "`policyspec drift` to compare the installed vLLM with the revisions policyspec knows"
     )
 
 
