@@ -244,6 +244,11 @@ def write_wheel(tree: Path, wheel: Path, version: str) -> Path:
         for path in sorted((tree / "vllm").rglob("*")):
             if path.is_file():
                 archive.write(path, path.relative_to(tree).as_posix())
-        archive.writestr(f"vllm-{version}.dist-info/METADATA",
+        info = f"vllm-{version}.dist-info"
+        archive.writestr(f"{info}/METADATA",
                          f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n\nText.\n")
+        archive.writestr(f"{info}/WHEEL",
+                         "Wheel-Version: 1.0\nGenerator: policyspec-tests\nRoot-Is-Purelib: "
+                         "true\nTag: py3-none-any\n")
+        archive.writestr(f"{info}/RECORD", "")
     return wheel

@@ -322,3 +322,43 @@ def test_a_policy_that_fits_no_revision_is_told_what_it_has_and_to_run_drift(
     assert text.endswith("run `policyspec drift` to compare the installed vLLM with the "
                          "revisions policyspec knows")
     assert "\n" not in text
+
+
+# -- CI's report of the newest vLLM on the registry ------------------------
+
+_CI_DRIFT = Path(__file__).resolve().parent.parent / ".ci" / "drift.sh"
+
+
+def _ci_drift(links: Path) -> subprocess.CompletedProcess[str]:
+    """.ci/drift.sh with pip reading only ``links`` (never a registry)."""
+    if not _CI_DRIFT.is_file():
+        pytest.skip(f"{_CI_DRIFT} is not here (an installed copy of the tests)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(links), POLICYSPEC_PYTHON=sys.executable,
+               PIP_CONFIG_FILE=os.devnull, GITHUB_ACTIONS="",
+               PYTHONPATH=os.pathsep.join(sys.path))
+    return subprocess.run(["bash", str(_CI_DRIFT)], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def test_ci_prints_a_drifted_release_in_a_banner_and_does_not_fail(tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "tree", "0.34", extra="@abstractmethod\n"
+                      "def on_request_started(self, req_context): ...\n")
+    (tmp_path / "links").mkdir()
+    write_wheel(tree, tmp_path / "links" / "vllm-0.99.0-py3-none-any.whl", "0.99.0")
+    done = _ci_drift(tmp_path / "links")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("#####") and lines[-1].startswith("#####"), lines
+    assert lines[1] == ("## vLLM drift: vllm-0.99.0-py3-none-any.whl is not an API revision "
+                        "this policyspec drives (not fatal)")
+    assert ("##   CachePolicy.on_request_started(self, req_context) is new and abstract: "
+            "every policy must now define it") in lines
+
+
+def test_ci_prints_a_failed_download_and_does_not_fail(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    done = _ci_drift(tmp_path / "empty")
+    assert done.returncode == 0, done.stderr
+    assert ("## vLLM drift: not checked: downloading the newest vllm wheel failed"
+            in done.stdout.splitlines()), done.stdout
