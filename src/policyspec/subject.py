@@ -95,6 +95,9 @@ class Subject:
     """Install the vLLM stand-ins for the whole run when vLLM is missing
     (a policy may import ``vllm`` inside a method); False for a target
     loaded with ``--no-stand-in``."""
+    placeholders: tuple[str, ...] = ()
+    """Unmodelled vLLM names kept as inert placeholders for the whole check
+    (``--placeholder``), qualified: the verdict holds with them."""
     argument_report: Callable[[], str | None] | None = None
     """None: the policy lives in this process and the harness compares the
     argument containers it handed over itself. For a policy in another

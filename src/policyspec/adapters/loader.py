@@ -14,6 +14,7 @@ import ast
 import inspect
 import os
 import sys
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -28,7 +29,7 @@ from policyspec.adapters.target import import_target, parse_target, resolve_clas
 from policyspec.protocols import API_NAMES, REVISIONS, check_signatures, own_member
 from policyspec.subject import SeedPolicy, Subject, offload_key
 from policyspec.vllm import standins
-from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError
+from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError, keeps
 
 __all__ = ["load_subject", "subject_for_class"]
 
@@ -36,19 +37,27 @@ _REQUEST_ID = "policyspec-req-0"
 
 
 def load_subject(
-    target: str, *, stand_in: bool = True, api: str | None = None, capacity_probe: int = 4
+    target: str,
+    *,
+    stand_in: bool = True,
+    api: str | None = None,
+    capacity_probe: int = 4,
+    placeholders: Sequence[str] = (),
 ) -> Subject:
     """The Subject for ``pkg.module:Class`` or ``path/to/file.py:Class``.
 
     ``stand_in=False`` never installs the vLLM stand-ins (a file that needs
     vLLM then fails with a TargetError when vLLM is absent); ``api`` forces
-    an API revision (``--api``). Raises TargetError for every user mistake.
+    an API revision (``--api``); ``placeholders`` are unmodelled vLLM names
+    kept inert for the whole check (``--placeholder``: each must match a
+    name the policy uses while it loads). Raises TargetError for every user
+    mistake.
     """
     parsed = parse_target(target)
     _check_api(api)
     notes: list[str] = []
     guard: AbstractContextManager[LoadRecord | None] = (
-        standins.installed() if stand_in else nullcontext(None)
+        standins.installed(placeholders) if stand_in else nullcontext(None)
     )
     with guard as record, compat.provided() as shims:
         module = import_target(parsed)
@@ -62,12 +71,38 @@ def load_subject(
         if record is not None:
             record.arm()
             notes.append("vLLM is not installed: the policy ran against policyspec's stand-ins")
-            if record.names:
-                notes.append(_placeholder_note(record.names))
+            armed = [n for n in record.names if not record.inert(n)]
+            if armed:
+                notes.append(_placeholder_note(armed))
         elif standins.vllm_importable() and _uses_vllm(module):
             notes.append("vLLM is installed: the policy ran against its own modules")
         subject = _subject(cls, api, target, capacity_probe, notes)
+        if placeholders:
+            subject = _kept(subject, placeholders, record)
         return subject if stand_in else replace(subject, stand_in=False)
+
+
+def _kept(subject: Subject, asked: Sequence[str], record: LoadRecord | None) -> Subject:
+    """``subject`` with the placeholders ``--placeholder`` kept inert, named
+    in a note; TargetError for a name that matches none the policy used."""
+    if record is None:
+        return replace(subject, notes=(
+            *subject.notes, f"--placeholder {', '.join(asked)}: no effect, the policy ran "
+            "against vLLM's own modules (no placeholders)"))
+    kept = record.kept_names()
+    for name in asked:
+        if not any(keeps(name, k) for k in kept):
+            used = ", ".join(record.names) or "none"
+            raise TargetError(
+                f"--placeholder {name}: the policy uses no unmodelled vLLM name {name} while "
+                f"it loads (unmodelled names it uses: {used})"
+            )
+    note = (
+        f"kept as inert placeholders for the whole check (--placeholder): {', '.join(kept)}; "
+        "every use of them did nothing, so the verdict holds with these placeholders, "
+        "not with vLLM's real objects"
+    )
+    return replace(subject, notes=(*subject.notes, note), placeholders=tuple(kept))
 
 
 def subject_for_class(cls: type, *, api: str | None = None, capacity_probe: int = 4) -> Subject:
@@ -272,8 +307,10 @@ def _unmodelled(cls: type, label: str, capacity: int, exc: PlaceholderUsedError)
             f"policyspec's vLLM stand-ins do not model {module}; check the policy where vLLM "
             "is installed"
         )
+    short = name.split("(")[0].rsplit(".", 1)[-1]
     return f"{where}building {label}(cache_capacity={capacity}) uses {name}, imported from " \
-        f"{module}{at}: {why}"
+        f"{module}{at}: {why}, or check it with an inert placeholder for it " \
+        f"(--placeholder {short}; the verdict then says so)"
 
 
 def _import_of(path: str, used: str) -> tuple[str, str, int] | None:
