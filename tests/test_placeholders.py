@@ -170,3 +170,18 @@ def test_the_isolated_child_keeps_the_same_names(tmp_path: Path) -> None:
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr)
     assert json.loads(report.read_text())["placeholders"] == [QUALIFIED]
 
+
+
+def test_merged_shards_keep_the_placeholders_and_the_caveat() -> None:
+    from policyspec.merge import merge_reports
+    from policyspec.report import Report
+
+    shards = [
+        Report("t.py:P", "core", "pass", [], [], {"seed": 0, "shard": f"{k}/2", "engines": {}},
+               placeholders=[QUALIFIED])
+        for k in (1, 2)
+    ]
+    merged = merge_reports(shards)
+    assert merged.placeholders == [QUALIFIED]
+    assert merged.to_text().splitlines()[-1] == ("verdict: PASS (holds with placeholders for "
+                                                 "PolicyStats)")
