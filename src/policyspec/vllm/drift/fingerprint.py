@@ -10,7 +10,7 @@ policies that use them; ``ChunkStatus``'s fields and members;
 ``ReqContext``'s public fields, methods and properties (``base.py``); and
 which policy methods the managers call (``self._policy.<name>(...)`` in
 ``CPUOffloadingManager`` and every class deriving from it, ``tiering/``
-included). Annotations of CachePolicy's parameters are not compared: the
+included; ``callers``). Annotations of CachePolicy's parameters are not compared: the
 manager passes arguments positionally and policyspec types them ``Any``.
 """
 
@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from policyspec.vllm.drift.callers import manager_calls, names_in
 from policyspec.vllm.drift.sources import VllmFiles
 
 __all__ = ["SCHEMA", "Fingerprint", "Helper", "Member", "read_fingerprint", "signature"]
@@ -30,7 +31,6 @@ SCHEMA = "policyspec-vllm-fingerprint/1"
 _POLICIES = "cpu/policies"
 _BASE = "cpu/policies/base.py"
 _CONTEXT = "base.py"
-_MANAGER = "cpu/manager.py"
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def read_fingerprint(files: VllmFiles) -> Fingerprint:
     policy = _class(base, "CachePolicy")
     chunk = _class(base, "ChunkStatus")
     req = _class(context, "ReqContext")
-    attribute, calls = _manager_calls(files)
+    attribute, calls = manager_calls(files)
     return Fingerprint(
         vllm=files.version,
         cache_policy=None if policy is None else _members(policy, set(helpers)),
@@ -190,25 +190,13 @@ def _helpers(files: VllmFiles, base: ast.Module) -> dict[str, Helper]:
     for path in files.under(_POLICIES):
         if path == _BASE:
             continue
-        used = _names_in(files.parse(path))
+        used = names_in(files.parse(path))
         for name, found in users.items():
             if name in used:
                 found.append(path.rpartition("/")[2])
     return {
         n.name: Helper(_params(n.args), tuple(sorted(users[n.name]))) for n in names
     }
-
-
-def _names_in(module: ast.Module) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(module):
-        if isinstance(node, ast.Name):
-            found.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            found.add(node.attr)
-        elif isinstance(node, ast.alias):
-            found.add(node.asname or node.name)
-    return found
 
 
 def _members(
@@ -367,92 +355,3 @@ def _calls(node: ast.FunctionDef | ast.AsyncFunctionDef, helpers: set[str]) -> t
     for statement in node.body:
         visit(statement, "")
     return tuple(sorted(found))
-
-
-# -- which policy methods the managers call --------------------------------
-
-
-def _manager_calls(files: VllmFiles) -> tuple[str, dict[str, tuple[str, ...]]]:
-    """(``Class.attribute`` holding the CachePolicy, {method: files calling
-    it}) over the manager class and every class deriving from it anywhere in
-    kv_offload outside ``cpu/policies/``."""
-    owner = _policy_owner(files.parse(_MANAGER))
-    if owner is None:
-        return "", {}
-    owner_class, attribute = owner
-    classes: list[tuple[str, ast.ClassDef]] = []
-    for path in files.under(""):
-        if path.startswith(f"{_POLICIES}/"):
-            continue
-        module = files.parse(path)
-        classes += [(path, n) for n in ast.walk(module) if isinstance(n, ast.ClassDef)]
-    managers = {owner_class}
-    grew = True
-    while grew:
-        grew = False
-        for _, cls in classes:
-            if cls.name not in managers and _base_names(cls) & managers:
-                managers.add(cls.name)
-                grew = True
-    calls: dict[str, set[str]] = {}
-    for path, cls in classes:
-        if cls.name in managers:
-            for method in _policy_methods(cls, attribute):
-                calls.setdefault(method, set()).add(path)
-    return f"{owner_class}.{attribute}", {m: tuple(sorted(f)) for m, f in calls.items()}
-
-
-def _policy_owner(module: ast.Module) -> tuple[str, str] | None:
-    """The class that stores ``self.<attribute>: CachePolicy = ...``."""
-    for cls in (n for n in module.body if isinstance(n, ast.ClassDef)):
-        for node in ast.walk(cls):
-            if (
-                isinstance(node, ast.AnnAssign)
-                and isinstance(node.target, ast.Attribute)
-                and isinstance(node.target.value, ast.Name)
-                and node.target.value.id == "self"
-                and "CachePolicy" in _names_in(ast.Module([ast.Expr(node.annotation)], []))
-            ):
-                return cls.name, node.target.attr
-    return None
-
-
-def _base_names(cls: ast.ClassDef) -> set[str]:
-    names: set[str] = set()
-    for base in cls.bases:
-        if isinstance(base, ast.Name):
-            names.add(base.id)
-        elif isinstance(base, ast.Attribute):
-            names.add(base.attr)
-    return names
-
-
-def _policy_methods(cls: ast.ClassDef, attribute: str) -> set[str]:
-    """Methods called on ``self.<attribute>`` (or a local name bound to it)."""
-
-    def is_policy(node: ast.expr, aliases: set[str]) -> bool:
-        if isinstance(node, ast.Name):
-            return node.id in aliases
-        return (
-            isinstance(node, ast.Attribute)
-            and node.attr == attribute
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "self"
-        )
-
-    found: set[str] = set()
-    for function in ast.walk(cls):
-        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        aliases: set[str] = set()
-        for node in ast.walk(function):
-            if isinstance(node, ast.Assign) and is_policy(node.value, set()):
-                aliases |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        for node in ast.walk(function):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and is_policy(node.func.value, aliases)
-            ):
-                found.add(node.func.attr)
-    return found
