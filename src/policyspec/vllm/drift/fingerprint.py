@@ -10,8 +10,9 @@ policies that use them; ``ChunkStatus``'s fields and members;
 ``ReqContext``'s public fields, methods and properties (``base.py``); and
 which policy methods the managers call (``self._policy.<name>(...)`` in
 ``CPUOffloadingManager`` and every class deriving from it, ``tiering/``
-included; ``callers``). Annotations of CachePolicy's parameters are not compared: the
-manager passes arguments positionally and policyspec types them ``Any``.
+included: ``callers``). Annotations of CachePolicy's parameters are not
+compared: the manager passes arguments positionally and policyspec types
+them ``Any``.
 """
 
 from __future__ import annotations
