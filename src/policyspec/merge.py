@@ -203,4 +203,5 @@ def merge_reports(reports: Sequence[Report], names: Sequence[str] = ()) -> Repor
         errors=errors,
         policyspec_version=ordered[0].policyspec_version,
         spec_version=ordered[0].spec_version,
+        placeholders=list(dict.fromkeys(n for r in ordered for n in r.placeholders)),
     )

@@ -28,6 +28,7 @@ __all__ = [
     "RequirementStatus",
     "dumps",
     "load_report",
+    "verdict_caveat",
     "write_atomic",
 ]
 
@@ -111,6 +112,9 @@ class Report:
     spec_version: str = SPEC_VERSION
     """Versions of the tool and spec that made the report (another's when
     the report was read back from a file)."""
+    placeholders: list[str] = field(default_factory=list)
+    """Unmodelled vLLM names kept as inert placeholders (``--placeholder``):
+    the verdict holds with them (``verdict_caveat``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -151,6 +155,7 @@ class Report:
             "stats": self.stats,
             "notes": self.notes,
             "errors": self.errors,
+            "placeholders": self.placeholders,
         }
 
     def to_junit(self) -> str:
@@ -182,6 +187,13 @@ class Report:
         for error in self.errors:
             case = ET.SubElement(suite, "testcase", classname="policyspec", name="run")
             ET.SubElement(case, "error", message=error)
+        if self.placeholders:
+            properties = ET.Element("properties")
+            ET.SubElement(properties, "property", name="verdict",
+                          value=f"{self.verdict.upper()}{verdict_caveat(self)}")
+            ET.SubElement(properties, "property", name="placeholders",
+                          value=", ".join(self.placeholders))
+            suite.insert(0, properties)
         return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
     def to_text(self) -> str:
@@ -216,9 +228,19 @@ class Report:
             "",
             f"{s.get('calls', 0)} checked calls, {s.get('steps', 0)} steps, "
             f"{s.get('examples', 0)} examples in {float(s.get('seconds', 0)):.1f}s",
-            f"verdict: {self.verdict.upper()}",
+            f"verdict: {self.verdict.upper()}{verdict_caveat(self)}",
         ]
         return "\n".join(lines) + "\n"
+
+
+def verdict_caveat(report: Report) -> str:
+    """What the verdict holds with, appended wherever a verdict is shown
+    (terminal, JUnit, HTML): ``""``, or `` (holds with placeholders for
+    PolicyStats)`` when unmodelled vLLM names were kept inert."""
+    if not report.placeholders:
+        return ""
+    names = dict.fromkeys(n.split("(")[0].rsplit(".", 1)[-1] for n in report.placeholders)
+    return f" (holds with placeholders for {', '.join(names)})"
 
 
 def _from_json(data: Any, origin: str) -> Report:
@@ -260,6 +282,7 @@ def _from_json(data: Any, origin: str) -> Report:
             errors=[str(e) for e in data["errors"]],
             policyspec_version=str(data["policyspec_version"]),
             spec_version=str(data["spec_version"]),
+            placeholders=[str(n) for n in data.get("placeholders", [])],
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReportError(f"{origin}: malformed report ({type(exc).__name__}: {exc})") from None

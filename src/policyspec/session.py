@@ -108,6 +108,8 @@ class CheckOptions:
     memory_limit_mb: int = 4096
     api: str | None = None
     stand_in: bool = True
+    placeholders: tuple[str, ...] = ()
+    """Unmodelled vLLM names kept as inert placeholders (``--placeholder``)."""
 
     def validate(self) -> None:
         """UsageError, in one line, for options that cannot go together."""
@@ -149,7 +151,8 @@ def check_target(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if isinstance(target, str):
-        subject = load_subject(target, stand_in=options.stand_in, api=options.api)
+        subject = load_subject(target, stand_in=options.stand_in, api=options.api,
+                               placeholders=options.placeholders)
     else:
         if options.isolate:
             raise UsageError("isolation needs a target the child process can import "
@@ -175,7 +178,8 @@ def _isolated(target: str | type, subject: Subject, options: CheckOptions) -> It
         # The revision this process chose (a policy may fit two: the child
         # must drive it as the same one).
         child = IsolatedTarget(target, api=subject.api, stand_in=options.stand_in,
-                               memory_limit_mb=options.memory_limit_mb, timeout=limit)
+                               memory_limit_mb=options.memory_limit_mb, timeout=limit,
+                               placeholders=options.placeholders)
     except ChildError as exc:
         raise TargetError(f"--isolate: the child process did not start: {exc}") from None
     try:
@@ -610,7 +614,8 @@ def _report(
                 message=finding.message,
                 trace=[describe(a, marks) for a in finding.trace],
                 repro=repro(subject.name, finding.capacity or capacity, finding.trace,
-                            f"{rid}: {finding.message}", marks),
+                            f"{rid}: {finding.message}", marks,
+                            placeholders=subject.placeholders),
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
                                        finding.trace, rid, replay=minimise),
@@ -655,4 +660,5 @@ def _report(
         api=subject.api,
         notes=notes,
         errors=errors,
+        placeholders=list(subject.placeholders),
     )

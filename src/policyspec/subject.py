@@ -103,6 +103,9 @@ class Subject:
     refit: Callable[[str], Subject] | None = None
     """The same class as a Subject driven as another revision of ``fits``
     (``fitted``); None when there is no choice."""
+    placeholders: tuple[str, ...] = ()
+    """Unmodelled vLLM names kept as inert placeholders for the whole check
+    (``--placeholder``), qualified: the verdict holds with them."""
     argument_report: Callable[[], str | None] | None = None
     """None: the policy lives in this process and the harness compares the
     argument containers it handed over itself. For a policy in another

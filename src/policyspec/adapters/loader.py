@@ -14,6 +14,7 @@ import ast
 import inspect
 import os
 import sys
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
@@ -29,7 +30,7 @@ from policyspec.protocols import API_NAMES, REVISIONS, check_signatures, own_mem
 from policyspec.subject import SeedPolicy, Subject, offload_key
 from policyspec.vllm import standins
 from policyspec.vllm.releases import RELEASES, installed_release
-from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError
+from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError, keeps
 
 __all__ = ["load_subject", "subject_for_class"]
 
@@ -43,20 +44,23 @@ def load_subject(
     api: str | None = None,
     capacity_probe: int = 4,
     prefer: str | None = None,
+    placeholders: Sequence[str] = (),
 ) -> Subject:
     """The Subject for ``pkg.module:Class`` or ``path/to/file.py:Class``.
 
     ``stand_in=False`` never installs the vLLM stand-ins (a file that needs
     vLLM then fails with a TargetError when vLLM is absent); ``api`` forces
     an API revision (``--api``); ``prefer`` is the revision to drive a
-    policy that fits several as (the profile's, ``Profile.api``). Raises
-    TargetError for every user mistake.
+    policy that fits several as (the profile's, ``Profile.api``);
+    ``placeholders`` are unmodelled vLLM names kept inert for the whole
+    check (``--placeholder``: each must match a name the policy uses while
+    it loads). Raises TargetError for every user mistake.
     """
     parsed = parse_target(target)
     _check_api(api)
     notes: list[str] = []
     guard: AbstractContextManager[LoadRecord | None] = (
-        standins.installed() if stand_in else nullcontext(None)
+        standins.installed(placeholders) if stand_in else nullcontext(None)
     )
     with guard as record, compat.provided() as shims:
         module = import_target(parsed)
@@ -70,12 +74,45 @@ def load_subject(
         if record is not None:
             record.arm()
             notes.append("vLLM is not installed: the policy ran against policyspec's stand-ins")
-            if record.names:
-                notes.append(_placeholder_note(record.names))
+            armed = [n for n in record.names if not record.inert(n)]
+            if armed:
+                notes.append(_placeholder_note(armed))
         elif standins.vllm_importable() and _uses_vllm(module):
             notes.append("vLLM is installed: the policy ran against its own modules")
-        subject = _subject(cls, api, target, capacity_probe, notes, prefer)
-        return subject if stand_in else replace(subject, stand_in=False)
+
+        def finish(subject: Subject) -> Subject:
+            if placeholders:
+                subject = _kept(subject, placeholders, record)
+            return subject if stand_in else replace(subject, stand_in=False)
+
+        subject = finish(_subject(cls, api, target, capacity_probe, notes, prefer))
+        refit = subject.refit
+        if refit is None:
+            return subject
+        return replace(subject, refit=lambda other: finish(refit(other)))
+
+
+def _kept(subject: Subject, asked: Sequence[str], record: LoadRecord | None) -> Subject:
+    """``subject`` with the placeholders ``--placeholder`` kept inert, named
+    in a note; TargetError for a name that matches none the policy used."""
+    if record is None:
+        return replace(subject, notes=(
+            *subject.notes, f"--placeholder {', '.join(asked)}: no effect, the policy ran "
+            "against vLLM's own modules (no placeholders)"))
+    kept = record.kept_names()
+    for name in asked:
+        if not any(keeps(name, k) for k in kept):
+            used = ", ".join(record.names) or "none"
+            raise TargetError(
+                f"--placeholder {name}: the policy uses no unmodelled vLLM name {name} while "
+                f"it loads (unmodelled names it uses: {used})"
+            )
+    note = (
+        f"kept as inert placeholders for the whole check (--placeholder): {', '.join(kept)}; "
+        "every use of them did nothing, so the verdict holds with these placeholders, "
+        "not with vLLM's real objects"
+    )
+    return replace(subject, notes=(*subject.notes, note), placeholders=tuple(kept))
 
 
 def subject_for_class(
@@ -162,7 +199,8 @@ def _subject(
     if missing:
         how = "forced with --api" if api else "detected; --api forces another"
         raise TargetError(
-            f"{label} lacks {', '.join(missing)}, required by API revision {chosen} ({how})"
+            f"{label} lacks {', '.join(missing)}, required by API revision {chosen} ({how}); "
+            + _no_revision_fits(cls)
         )
     notes.extend(p.message for p in problems)
     probe_note = _check_constructor(cls, label, capacity_probe)
@@ -216,6 +254,36 @@ def _subject(
         api=chosen,
         capabilities=frozenset(capabilities),
         notes=tuple(notes),
+    )
+
+
+def _no_revision_fits(cls: type) -> str:
+    """What a class that fits no revision has, the revision it comes nearest
+    to, and where to look next: the vLLM it was written for may be newer
+    than every revision policyspec knows (``policyspec drift``)."""
+    methods = sorted(
+        n for n in dir(cls) if not n.startswith("_") and callable(own_member(cls, n))
+    )
+
+    def misfit(name: str) -> tuple[int, int, int]:
+        kinds = [p.kind for p in check_signatures(cls, name)]
+        return kinds.count("missing"), kinds.count("parameters"), kinds.count("missing-abstract")
+
+    # The newest of the revisions with the fewest core methods missing, then
+    # the fewest parameter lists that do not fit.
+    nearest = min(reversed(API_NAMES), key=misfit)
+    short = check_signatures(cls, nearest)
+    lacks = [p.method for p in short if p.kind == "missing"]
+    other = [p.method for p in short if p.kind == "parameters"]
+    fit = "; ".join(
+        [f"it lacks {', '.join(lacks)}"] * bool(lacks)
+        + [f"its {', '.join(other)} take{'s' * (len(other) == 1)} other parameters"]
+        * bool(other)
+    ) or "it fits it"
+    return (
+        f"it defines {', '.join(methods) or 'no public methods'}; the nearest revision "
+        f"policyspec knows is {nearest} ({fit}); if it was written for a newer vLLM, run "
+        "`policyspec drift` to compare the installed vLLM with the revisions policyspec knows"
     )
 
 
@@ -296,8 +364,10 @@ def _unmodelled(cls: type, label: str, capacity: int, exc: PlaceholderUsedError)
             f"policyspec's vLLM stand-ins do not model {module}; check the policy where vLLM "
             "is installed"
         )
+    short = name.split("(")[0].rsplit(".", 1)[-1]
     return f"{where}building {label}(cache_capacity={capacity}) uses {name}, imported from " \
-        f"{module}{at}: {why}"
+        f"{module}{at}: {why}, or check it with an inert placeholder for it " \
+        f"(--placeholder {short}; the verdict then says so)"
 
 
 def _import_of(path: str, used: str) -> tuple[str, str, int] | None:

@@ -108,6 +108,10 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--api", help=API_HELP)
     parser.add_argument("--no-stand-in", action="store_true",
                         help="refuse to provide vLLM stand-in modules when vllm is missing")
+    parser.add_argument("--placeholder", action="append", dest="placeholders", metavar="NAME",
+                        help="keep the vLLM name NAME, which the stand-ins do not model (a "
+                        "fork's PolicyStats), an inert placeholder for the whole check "
+                        "(repeatable); the report names it and the verdict holds with it")
     parser.add_argument("--call-timeout", type=_seconds, default=DEFAULT_CALL_TIMEOUT,
                         metavar="SECONDS",
                         help=f"time limit of one policy call (default {DEFAULT_CALL_TIMEOUT:g}; "
@@ -172,6 +176,7 @@ def options_of(args: argparse.Namespace) -> CheckOptions:
         symmetry=not args.no_symmetry, jobs=args.jobs, fail_fast=args.fail_fast,
         isolate=args.isolate,
         memory_limit_mb=args.memory_limit, api=args.api, stand_in=not args.no_stand_in,
+        placeholders=tuple(args.placeholders or ()),
     )
 
 
@@ -200,6 +205,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give a TARGET or --exec COMMAND (exactly one)")
     if args.isolate and args.exec_command is not None:
         raise UsageError("--isolate is for a Python TARGET; --exec already runs in a child")
+    if args.placeholders and args.exec_command is not None:
+        raise UsageError("--placeholder is for a Python TARGET loaded on the vLLM stand-ins")
+    if args.placeholders and args.no_stand_in:
+        raise UsageError("--placeholder keeps names of the vLLM stand-ins: it cannot go "
+                         "with --no-stand-in")
 
     def progress(message: str) -> None:
         if not args.quiet:

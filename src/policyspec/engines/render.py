@@ -77,15 +77,18 @@ def _passed(shape: str, keys: Sequence[int]) -> str:
 
 
 def repro(
-    target: str, capacity: int, trace: Sequence[Action], comment: str = "", marks: bool = True
+    target: str, capacity: int, trace: Sequence[Action], comment: str = "", marks: bool = True,
+    *, placeholders: Sequence[str] = (),
 ) -> str:
     """A standalone Python snippet replaying ``trace`` on ``target`` with the
     calls and ref_cnt writes vLLM's manager would make (the mark calls only
-    when the policy's revision has them: ``marks``)."""
+    when the policy's revision has them: ``marks``; the names the check kept
+    as placeholders: ``placeholders``)."""
+    kept = f", placeholders={tuple(placeholders)!r}" if placeholders else ""
     lines = [
         "from policyspec.adapters import load_subject",
         "",
-        f"subject = load_subject({target!r})",
+        f"subject = load_subject({target!r}{kept})",
         f"policy = subject.build({capacity})",
         "key = subject.make_key",
         "blocks = {}",

@@ -18,7 +18,7 @@ from policyspec.html.sections import (
     notes_section,
     requirements_table,
 )
-from policyspec.report import Report, write_atomic
+from policyspec.report import Report, verdict_caveat, write_atomic
 
 __all__ = ["render_run_page", "write_html_report"]
 
@@ -41,14 +41,16 @@ def render_run_page(report: Report, *, rows: str = "requirement", source: str = 
                    if failures else "")
     body = (
         f'<header><p class="muted">policyspec report</p>'
-        f"<h1>{esc(report.target)}</h1><p>{verdict_badge(report.verdict)}</p>{summary}</header>"
+        f"<h1>{esc(report.target)}</h1><p>{verdict_badge(report.verdict)}"
+        f"{esc(verdict_caveat(report))}</p>{summary}</header>"
         f'<main><h2 id="run">Run</h2>{facts_list(report, source=source)}'
         f"{failed_part}"
         f'<h2 id="requirements">{"Cases" if rows == "case" else "Requirements"}</h2>'
         f"{requirements_table(report, rows=rows)}"
         f"{engines_table(report)}{notes_section(report)}</main>"
     )
-    title = f"policyspec: {report.verdict.upper()} {report.target} ({report.profile})"
+    title = (f"policyspec: {report.verdict.upper()}{verdict_caveat(report)} {report.target} "
+             f"({report.profile})")
     return document(title, body)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from policyspec.harness.failures import ProcessDied
@@ -35,6 +36,7 @@ class IsolatedTarget(ExecTarget):
         stand_in: bool = True,
         memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB,
         timeout: float = 10.0,
+        placeholders: Sequence[str] = (),
     ) -> None:
         argv = [sys.executable, "-m", "policyspec.lineproto.serve", target,
                 "--memory-limit", str(memory_limit_mb)]
@@ -42,6 +44,8 @@ class IsolatedTarget(ExecTarget):
             argv += ["--api", api]
         if not stand_in:
             argv.append("--no-stand-in")
+        for name in placeholders:
+            argv += ["--placeholder", name]
         super().__init__(shlex.join(argv), timeout=timeout)
         self.target = target
 
@@ -53,6 +57,7 @@ class IsolatedTarget(ExecTarget):
             self.subject,
             name=loaded.name,
             api=loaded.api,
+            placeholders=loaded.placeholders,
             capabilities=self.subject.capabilities | {"isolated"},
             notes=(*loaded.notes, "isolated: the policy ran in a child process "
                    "(policyspec.lineproto.serve) under a memory limit"),

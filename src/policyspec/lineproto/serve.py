@@ -18,6 +18,7 @@ import os
 import resource
 import sys
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 from policyspec.keymap import KeyMap
@@ -29,10 +30,13 @@ __all__ = ["main"]
 class Server:
     """Holds one policy and its blocks; answers requests."""
 
-    def __init__(self, target: str, *, api: str | None, stand_in: bool) -> None:
+    def __init__(
+        self, target: str, *, api: str | None, stand_in: bool, placeholders: Sequence[str] = ()
+    ) -> None:
         from policyspec.adapters import load_subject
 
-        self.subject = load_subject(target, stand_in=stand_in, api=api)
+        self.subject = load_subject(target, stand_in=stand_in, api=api,
+                                    placeholders=placeholders)
         self.policy: Any = None
         self.blocks: dict[int, Any] = {}
         self.keys = KeyMap(self.subject.make_key)
@@ -139,13 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("target")
     parser.add_argument("--api")
     parser.add_argument("--no-stand-in", action="store_true")
+    parser.add_argument("--placeholder", action="append", default=[], dest="placeholders")
     parser.add_argument("--memory-limit", type=int, default=0, metavar="MB",
                         help="address-space limit of this process (0: none)")
     args = parser.parse_args(argv)
     if args.memory_limit > 0:
         limit = args.memory_limit * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    server = Server(args.target, api=args.api, stand_in=not args.no_stand_in)
+    server = Server(args.target, api=args.api, stand_in=not args.no_stand_in,
+                    placeholders=args.placeholders)
     out = sys.stdout
     for line in sys.stdin:
         try:

@@ -150,17 +150,20 @@ _active: list[LoadRecord] = []
 
 
 @contextmanager
-def installed() -> Iterator[LoadRecord | None]:
+def installed(kept: Sequence[str] = ()) -> Iterator[LoadRecord | None]:
     """Install the stand-ins for the duration of the block and yield the load
     record (placeholders handed out). Yields None, installing nothing, when a
-    real vLLM is importable. Nested use shares the outer installation."""
+    real vLLM is importable. Nested use shares the outer installation (and
+    adds its kept names to it). ``kept``: unmodelled names that stay inert
+    placeholders for the whole check (``--placeholder``, placeholders.py)."""
     if _active:
+        _active[-1].kept += tuple(k for k in kept if k not in _active[-1].kept)
         yield _active[-1]
         return
     if vllm_importable():
         yield None
         return
-    record = LoadRecord()
+    record = LoadRecord(kept)
     finder = _Finder(record)
     sys.meta_path.insert(0, finder)
     _active.append(record)

@@ -7,12 +7,20 @@ have attributes read. Once the load is over the placeholders are *armed*:
 using one while the policy is checked raises ``PlaceholderUsedError`` naming
 it, so a policy that really depends on an unmodelled part of vLLM fails with
 a message that says which part.
+
+A name the user keeps (``policyspec check --placeholder NAME``) stays inert
+for the whole check: any attribute, call, index or arithmetic on it does
+nothing and gives a placeholder back (orderings compare false, lengths are
+0), so a fork's ``PolicyStats`` built in ``__init__`` and counted in every
+method no longer stops the check; the report then says that its verdict
+holds with placeholders for those names.
 """
 
 from __future__ import annotations
 
 import types
 from abc import ABCMeta
+from collections.abc import Callable, Iterable
 from typing import Any
 
 __all__ = [
@@ -20,6 +28,7 @@ __all__ = [
     "PlaceholderUsedError",
     "StandinModule",
     "is_placeholder",
+    "keeps",
     "make_placeholder",
 ]
 
@@ -35,13 +44,26 @@ class PlaceholderUsedError(RuntimeError):
         self.name = name
 
 
+def keeps(kept: str, name: str) -> bool:
+    """True when the user's ``--placeholder kept`` covers the placeholder
+    ``name`` (a qualified name, maybe with ``.attr`` or ``(...)`` after): a
+    dotted ``kept`` is that name or a prefix of it; a plain one is any
+    component of it (``PolicyStats`` covers
+    ``vllm.v1.kv_offload.cpu.policies.abstract.PolicyStats(...).hits``)."""
+    if "." in kept:
+        return name == kept or name.startswith((kept + ".", kept + "("))
+    return kept in name.replace("(...)", "").split(".")
+
+
 class LoadRecord:
     """What one load installed: the placeholders handed out (by qualified
-    name, in order) and whether they are armed yet."""
+    name, in order), whether they are armed yet, and the names the user
+    keeps inert for the whole check (``--placeholder``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kept: Iterable[str] = ()) -> None:
         self.names: list[str] = []
         self.armed = False
+        self.kept = tuple(kept)
 
     def note(self, name: str) -> None:
         if name not in self.names:
@@ -50,9 +72,18 @@ class LoadRecord:
     def arm(self) -> None:
         self.armed = True
 
+    def inert(self, name: str) -> bool:
+        """Using the placeholder ``name`` does nothing (else it raises)."""
+        return not self.armed or any(keeps(k, name) for k in self.kept)
+
+    def kept_names(self) -> list[str]:
+        """The placeholders handed out so far that stay inert when armed."""
+        return [n for n in self.names if any(keeps(k, n) for k in self.kept)]
+
 
 _NAME = "_policyspec_placeholder"
 _RECORD = "_policyspec_record"
+_RESULT = "_policyspec_result"
 
 
 def _own(cls: type) -> tuple[str, LoadRecord] | None:
@@ -72,6 +103,27 @@ def _nearest(cls: type) -> tuple[str, LoadRecord] | None:
     return None
 
 
+def _inert(cls: type) -> type:
+    """``cls`` when using it does nothing now; PlaceholderUsedError naming
+    it when it is armed and not kept; TypeError for a real subclass."""
+    own = _own(cls)
+    if own is None:
+        raise TypeError(f"{cls.__name__} does not support this operation")
+    if not own[1].inert(own[0]):
+        raise PlaceholderUsedError(own[0])
+    return cls
+
+
+def _gives(value: Any) -> Callable[..., Any]:
+    """A metaclass operation that gives ``value`` (None: the placeholder)."""
+
+    def operation(cls: type, *args: Any) -> Any:
+        placeholder = _inert(cls)
+        return placeholder if value is None else value
+
+    return operation
+
+
 class _PlaceholderMeta(ABCMeta):
     # Derived from ABCMeta so that a class may mix a placeholder with the
     # stand-in CachePolicy (an ABC) without a metaclass conflict.
@@ -81,7 +133,7 @@ class _PlaceholderMeta(ABCMeta):
         if own is None or attr.startswith("__"):
             raise AttributeError(attr)
         name, record = own
-        if record.armed:
+        if not record.inert(f"{name}.{attr}"):
             raise PlaceholderUsedError(f"{name}.{attr}")
         value = make_placeholder(f"{name}.{attr}", record, noted=False)
         setattr(cls, attr, value)
@@ -92,30 +144,42 @@ class _PlaceholderMeta(ABCMeta):
         if own is None:  # a real class deriving from a placeholder
             return super().__call__(*args, **kwargs)
         name, record = own
-        if record.armed:
+        if not record.inert(name):
             raise PlaceholderUsedError(name)
         if len(args) == 1 and not kwargs and isinstance(args[0], type | types.FunctionType):
             return args[0]  # used as a decorator: leave the decorated object alone
-        return make_placeholder(f"{name}(...)", record, noted=False)
+        made = cls.__dict__.get(_RESULT)
+        if made is None:  # one result per placeholder: calls in a hot path stay cheap
+            made = make_placeholder(f"{name}(...)", record, noted=False)
+            setattr(cls, _RESULT, made)
+        return made
 
     def __getitem__(cls, item: Any) -> Any:
-        own = _own(cls)
-        if own is None:
-            raise TypeError(f"{cls.__name__} is not subscriptable")
-        if own[1].armed:
-            raise PlaceholderUsedError(own[0])
-        return cls
+        return _inert(cls)
 
     def __setitem__(cls, item: Any, value: Any) -> None:
-        own = _own(cls)
-        if own is not None and own[1].armed:
-            raise PlaceholderUsedError(own[0])
+        if _own(cls) is not None:
+            _inert(cls)
+
+    def __delitem__(cls, item: Any) -> None:
+        _inert(cls)
 
     def __iter__(cls) -> Any:
-        own = _own(cls)
-        if own is not None and own[1].armed:
-            raise PlaceholderUsedError(own[0])
+        if _own(cls) is not None:
+            _inert(cls)
         return iter(())
+
+    # What a counter object is used for: arithmetic gives the placeholder
+    # back, orderings are false, lengths and numbers 0, ``with`` does nothing.
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _gives(None)
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = _gives(None)
+    __neg__ = __pos__ = __abs__ = __enter__ = _gives(None)
+    __lt__ = __le__ = __gt__ = __ge__ = __contains__ = _gives(False)
+    __len__ = __int__ = __index__ = _gives(0)
+    __float__ = _gives(0.0)
+
+    def __exit__(cls, *exc: object) -> None:
+        _inert(cls)
 
 
 class _Placeholder(metaclass=_PlaceholderMeta):
@@ -124,7 +188,7 @@ class _Placeholder(metaclass=_PlaceholderMeta):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         found = _nearest(type(self))
-        if found is not None and found[1].armed:
+        if found is not None and not found[1].inert(found[0]):
             raise PlaceholderUsedError(found[0])
 
 
@@ -162,7 +226,7 @@ class StandinModule(types.ModuleType):
 
             return importlib.import_module(full)
         record = self._policyspec_record
-        if record.armed:
+        if not record.inert(full):
             raise PlaceholderUsedError(full)
         value = make_placeholder(full, record)
         setattr(self, attr, value)
