@@ -80,6 +80,10 @@ echo "== vLLM $version venv ready in $((SECONDS - start)) s: $venv"
 fi
 [ "$mode" = install ] && exit 0
 
+# policyspec drift names the installed vLLM's revision (exit 0), or fails
+# the step naming every difference (exit 1): this release is one policyspec
+# follows, so it must know it.
+"$venv/bin/policyspec" drift
 POLICYSPEC_REQUIRE_VLLM=1 "$venv/bin/python" -m pytest -q -p no:xdist -rs \
   tests/test_installed_vllm.py tests/test_vllm_differential.py tests/test_vllm_standins_match.py \
   tests/test_history_vllm.py
