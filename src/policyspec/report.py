@@ -106,6 +106,9 @@ class Report:
     stats: dict[str, Any]
     api: str = "R3"
     notes: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    """Notes on what the run did, shown in the terminal with ``-v`` only
+    (``run_details``); the JSON report keeps them under ``details``."""
     errors: list[str] = field(default_factory=list)
     policyspec_version: str = __version__
     spec_version: str = SPEC_VERSION
@@ -150,6 +153,7 @@ class Report:
             ],
             "stats": self.stats,
             "notes": self.notes,
+            "details": self.details,
             "errors": self.errors,
         }
 
@@ -184,12 +188,15 @@ class Report:
             ET.SubElement(case, "error", message=error)
         return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
-    def to_text(self) -> str:
+    def to_text(self, verbose: bool = False) -> str:
+        """The terminal's report; ``verbose`` (``-v``) adds ``details``."""
         lines = [
             f"policyspec {__version__} (spec {SPEC_VERSION}): {self.target}",
             f"profile {self.profile}, API {self.api}, seed {self.stats.get('seed')}",
         ]
         lines += [f"note: {n}" for n in self.notes]
+        if verbose:
+            lines += [f"note: {n}" for n in self.details]
         lines.append("")
         width = max((len(r.id) for r in self.requirements), default=10)
         for req in self.requirements:
@@ -257,6 +264,7 @@ def _from_json(data: Any, origin: str) -> Report:
             stats=dict(data["stats"]),
             api=str(data["api"]),
             notes=[str(n) for n in data["notes"]],
+            details=[str(n) for n in data.get("details", [])],
             errors=[str(e) for e in data["errors"]],
             policyspec_version=str(data["policyspec_version"]),
             spec_version=str(data["spec_version"]),

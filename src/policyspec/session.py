@@ -42,6 +42,7 @@ from policyspec.report import (
     Report,
     RequirementStatus,
 )
+from policyspec.run_details import run_details
 from policyspec.subject import Subject
 from policyspec.trace_record import record_actions
 from policyspec.workers import Item, available_cores, forks, plan, run_items
@@ -279,6 +280,9 @@ def run_check(
     report.notes.extend(
         f"{e.name}: not run: the policy lacks the {e.needs!r} capability it drives "
         f"(API {subject.api})" for e in unserved)
+    report.details.extend(
+        f"{run.engine}: {line}" for run in runs
+        for line in run_details(run, options.capacity, options.capacity_fixed))
     enforced = watchdog.enforced and (clock is None or clock.enforced)
     report.stats["jobs"] = jobs
     shard_ = options.shard

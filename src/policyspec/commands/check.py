@@ -144,6 +144,9 @@ def add_parser(sub: Any) -> None:
                         help="stop the other engines and workers at the first MUST failure "
                         "(then shrink it)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="also note what each engine did (sizes drawn, states reached, "
+                        "copies run); the JSON report always has them")
     parser.set_defaults(handler=run)
 
 
@@ -265,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
         from policyspec.html import write_html_report
 
         write_html_report(report, args.html_report)
-    sys.stdout.write(report.to_text())
+    sys.stdout.write(report.to_text(verbose=args.verbose))
     if report.verdict == "pass":
         return EXIT_CONFORMS
     if report.verdict == "fail":

@@ -486,7 +486,7 @@ def run_manager_033(
         **{f"traffic_{name}": value for name, value in sorted(traffic.items())},
     })
     if on + off:
-        run.notes.append(
+        run.details.append(
             f"{on + off} traffic runs of vLLM 0.33.0's manager played to the end ({off} with "
             f"the store threshold off, {on} with it at {THRESHOLD}: {skipped} key offers kept "
             f"out), {traffic['requests']} requests, {traffic['stores']} store batches, "
