@@ -511,6 +511,23 @@ def _stale_request(
 
 
 
+def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Finding,
+                rid: str, *, replay: bool) -> str:
+    """The failure's message as a replay of its final trace words it, so that
+    it names the trace's keys (a shrinker renumbers them after the message
+    was made); the engine's own message when no replay is wanted or it tells
+    something else. A size engine's note of the sizes that show it stays."""
+    if not replay or rid in _COSTLY:
+        return finding.message
+    replay_ = manager_failure if rid in MANAGER_IDS else failure_of
+    again = replay_(subject, profile, capacity, finding.trace,
+                    fatal=_family(profile, rid).__contains__)
+    if again is None or again.requirement != rid:
+        return finding.message
+    _, sizes, tail = finding.message.rpartition(" (at fill ")
+    return again.message + (f" (at fill {tail}" if sizes else "")
+
+
 def _family(profile: Profile, requirement: str) -> frozenset[str]:
     """The ids a shrunk trace may fail with and still show the same fault: a
     refinement's wrong victims and its needless refusal are both a wrong
@@ -594,15 +611,17 @@ def _report(
     marks = subject.has("mark")
     for rid, finding in best.items():
         known = registry.get(rid)
+        message = _message_of(subject, profile, finding.capacity or capacity, finding, rid,
+                              replay=minimise)
         failures.append(
             FailureReport(
                 requirement=rid,
                 level=known.level if known else "MUST",
                 title=known.title if known else rid,
-                message=finding.message,
+                message=message,
                 trace=[describe(a, marks) for a in finding.trace],
                 repro=repro(subject.name, finding.capacity or capacity, finding.trace,
-                            f"{rid}: {finding.message}", marks),
+                            f"{rid}: {message}", marks, judged=(profile.name, rid)),
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
                                        finding.trace, rid, replay=minimise),
