@@ -512,20 +512,23 @@ def _stale_request(
 
 
 def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Finding,
-                rid: str, *, replay: bool) -> str:
+                rid: str, *, replay: bool) -> tuple[str, bool]:
     """The failure's message as a replay of its final trace words it, so that
     it names the trace's keys (a shrinker renumbers them after the message
-    was made); the engine's own message when no replay is wanted or it tells
-    something else. A size engine's note of the sizes that show it stays."""
+    was made), and True; the engine's own message and False when no replay
+    is wanted or the trace alone does not show it (a metamorphic witness
+    needs its relation's second run). A size engine's note of the sizes that
+    show it stays. Only a trace that shows it alone gets a snippet that
+    asserts the requirement (``assertions``)."""
     if not replay or rid in _COSTLY:
-        return finding.message
+        return finding.message, False
     replay_ = manager_failure if rid in MANAGER_IDS else failure_of
     again = replay_(subject, profile, capacity, finding.trace,
                     fatal=_family(profile, rid).__contains__)
     if again is None or again.requirement != rid:
-        return finding.message
+        return finding.message, False
     _, sizes, tail = finding.message.rpartition(" (at fill ")
-    return again.message + (f" (at fill {tail}" if sizes else "")
+    return again.message + (f" (at fill {tail}" if sizes else ""), True
 
 
 def _family(profile: Profile, requirement: str) -> frozenset[str]:
@@ -611,8 +614,8 @@ def _report(
     marks = subject.has("mark")
     for rid, finding in best.items():
         known = registry.get(rid)
-        message = _message_of(subject, profile, finding.capacity or capacity, finding, rid,
-                              replay=minimise)
+        message, replays = _message_of(subject, profile, finding.capacity or capacity,
+                                       finding, rid, replay=minimise)
         failures.append(
             FailureReport(
                 requirement=rid,
@@ -621,7 +624,8 @@ def _report(
                 message=message,
                 trace=[describe(a, marks) for a in finding.trace],
                 repro=repro(subject.name, finding.capacity or capacity, finding.trace,
-                            f"{rid}: {message}", marks, judged=(profile.name, rid)),
+                            f"{rid}: {message}", marks,
+                            judged=(profile.name, rid) if replays else None),
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
                                        finding.trace, rid, replay=minimise),
