@@ -72,7 +72,7 @@ def test_the_store_threshold_runs_off_and_on() -> None:
     assert run.counts["threshold_off_examples"] == 2
     assert run.counts["threshold_on_examples"] == 2
     assert run.counts["stores_skipped_by_threshold"] > 0
-    assert any("store threshold off" in note for note in run.notes)
+    assert any("store threshold off" in note for note in run.details)
     assert run.checked["MANAGER-IDLE-COUNT"] > 0 and run.checked["MANAGER-NO-LOST-DATA"] > 0
     assert run.checked["MANAGER-BLOCK-IDS"] > 0
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from policyspec.adapters import load_subject
 from policyspec.profiles import get_profile
 from policyspec.session import run_check
@@ -68,7 +70,9 @@ def test_a_policy_without_marks_reads_no_mark_calls(tmp_path: Path) -> None:
     assert any("completes" in step for step in failure.trace), failure.trace
     assert not any("mark_evictable" in step for step in failure.trace), failure.trace
     assert "mark_evictable" not in failure.repro and "mark_non_evictable" not in failure.repro
-    exec(compile(failure.repro, "repro", "exec"), {})  # runs on the R1 policy as written
+    # it runs on the R1 policy as written, to the assertion of its requirement
+    with pytest.raises(AssertionError, match=r"^EVICT-IDLE-ONLY: "):
+        exec(compile(failure.repro, "repro", "exec"), {})
 
 
 def test_an_identity_failure_names_block_ids_and_the_inserting_step(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from policyspec.exits import EXIT_USAGE, UsageError
 __all__ = ["main"]
 
 COMMANDS = (
-    "check", "vectors", "replay", "prove", "report", "record", "check_history", "drift",
+    "check", "new", "vectors", "replay", "prove", "report", "record", "check_history", "drift",
 )
 """Subcommand modules under policyspec.commands, in help order."""
 

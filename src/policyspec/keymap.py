@@ -58,7 +58,9 @@ class KeyMap:
             if all(n is not None for n in numbers):
                 known = [n for n in numbers if n is not None]
                 if isinstance(value, set | frozenset):
-                    return "{" + ", ".join(str(n) for n in sorted(known)) + "}"
+                    # an empty set is set(), as Python prints it, never {} (a dict)
+                    shown = ", ".join(str(n) for n in sorted(known))
+                    return "{" + shown + "}" if known else "set()"
                 return "[" + ", ".join(str(n) for n in known) + "]"
         number = self.model(value)
         return f"key {number}" if number is not None else repr(value)

@@ -23,6 +23,7 @@ __all__ = [
     "Diagnosis",
     "Profile",
     "Refinement",
+    "descriptions",
     "get_profile",
     "register_profile",
 ]
@@ -84,6 +85,16 @@ def get_profile(name: str) -> Profile:
     choices = ", ".join(sorted({*entries, *PROFILES}))
     raise ValueError(f"unknown profile {name!r} (choose from: {choices}, or "
                      "package.module:NAME)")
+
+
+def descriptions() -> dict[str, str]:
+    """Every profile ``--profile NAME`` accepts (the registry's and the ones
+    registered at run time) with its one-line description: core first, then
+    by name."""
+    found = {name: entry.description for name, entry in load_profile_entries().items()}
+    for name, profile in PROFILES.items():
+        found.setdefault(name, profile.description)
+    return dict(sorted(found.items(), key=lambda item: (item[0] != "core", item[0])))
 
 
 def _build(path: str) -> Refinement:

@@ -107,6 +107,9 @@ class Report:
     stats: dict[str, Any]
     api: str = "R3"
     notes: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    """Notes on what the run did, shown in the terminal with ``-v`` only
+    (``run_details``); the JSON report keeps them under ``details``."""
     errors: list[str] = field(default_factory=list)
     policyspec_version: str = __version__
     spec_version: str = SPEC_VERSION
@@ -154,6 +157,7 @@ class Report:
             ],
             "stats": self.stats,
             "notes": self.notes,
+            "details": self.details,
             "errors": self.errors,
             "placeholders": self.placeholders,
         }
@@ -196,12 +200,15 @@ class Report:
             suite.insert(0, properties)
         return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
-    def to_text(self) -> str:
+    def to_text(self, verbose: bool = False) -> str:
+        """The terminal's report; ``verbose`` (``-v``) adds ``details``."""
         lines = [
             f"policyspec {__version__} (spec {SPEC_VERSION}): {self.target}",
             f"profile {self.profile}, API {self.api}, seed {self.stats.get('seed')}",
         ]
         lines += [f"note: {n}" for n in self.notes]
+        if verbose:
+            lines += [f"note: {n}" for n in self.details]
         lines.append("")
         width = max((len(r.id) for r in self.requirements), default=10)
         for req in self.requirements:
@@ -279,6 +286,7 @@ def _from_json(data: Any, origin: str) -> Report:
             stats=dict(data["stats"]),
             api=str(data["api"]),
             notes=[str(n) for n in data["notes"]],
+            details=[str(n) for n in data.get("details", [])],
             errors=[str(e) for e in data["errors"]],
             policyspec_version=str(data["policyspec_version"]),
             spec_version=str(data["spec_version"]),
@@ -309,6 +317,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
+        # mkstemp makes the file 0600; a report gets what the user's umask gives.
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -317,6 +327,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def dumps(report: Report) -> str:

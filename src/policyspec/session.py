@@ -42,6 +42,7 @@ from policyspec.report import (
     Report,
     RequirementStatus,
 )
+from policyspec.run_details import run_details
 from policyspec.subject import Subject
 from policyspec.trace_record import record_actions
 from policyspec.workers import Item, available_cores, forks, plan, run_items
@@ -287,6 +288,9 @@ def run_check(
     report.notes.extend(
         f"{e.name}: not run: the policy lacks the {e.needs!r} capability it drives "
         f"(API {subject.api})" for e in unserved)
+    report.details.extend(
+        f"{run.engine}: {line}" for run in runs
+        for line in run_details(run, options.capacity, options.capacity_fixed))
     enforced = watchdog.enforced and (clock is None or clock.enforced)
     report.stats["jobs"] = jobs
     shard_ = options.shard
@@ -523,6 +527,26 @@ def _lacks(subject: Subject, missing: list[str]) -> str:
     return f"the policy has no {', '.join(missing)}"
 
 
+def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Finding,
+                rid: str, *, replay: bool) -> tuple[str, bool]:
+    """The failure's message as a replay of its final trace words it, so that
+    it names the trace's keys (a shrinker renumbers them after the message
+    was made), and True; the engine's own message and False when no replay
+    is wanted or the trace alone does not show it (a metamorphic witness
+    needs its relation's second run). A size engine's note of the sizes that
+    show it stays. Only a trace that shows it alone gets a snippet that
+    asserts the requirement (``assertions``)."""
+    if not replay or rid in _COSTLY:
+        return finding.message, False
+    replay_ = manager_failure if rid in MANAGER_IDS else failure_of
+    again = replay_(subject, profile, capacity, finding.trace,
+                    fatal=_family(profile, rid).__contains__)
+    if again is None or again.requirement != rid:
+        return finding.message, False
+    _, sizes, tail = finding.message.rpartition(" (at fill ")
+    return again.message + (f" (at fill {tail}" if sizes else ""), True
+
+
 def _family(profile: Profile, requirement: str) -> frozenset[str]:
     """The ids a shrunk trace may fail with and still show the same fault: a
     refinement's wrong victims and its needless refusal are both a wrong
@@ -606,16 +630,20 @@ def _report(
     marks = subject.has("mark")
     for rid, finding in best.items():
         known = registry.get(rid)
+        message, replays = _message_of(subject, profile, finding.capacity or capacity,
+                                       finding, rid, replay=minimise)
         failures.append(
             FailureReport(
                 requirement=rid,
                 level=known.level if known else "MUST",
                 title=known.title if known else rid,
-                message=finding.message,
+                message=message,
                 trace=[describe(a, marks) for a in finding.trace],
                 repro=repro(subject.name, finding.capacity or capacity, finding.trace,
-                            f"{rid}: {finding.message}", marks,
-                            placeholders=subject.placeholders),
+                            f"{rid}: {message}", marks,
+                            placeholders=subject.placeholders,
+                            judged=(profile.name, rid) if replays else None,
+                            api=subject.api if subject.fits else None),
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
                                        finding.trace, rid, replay=minimise),

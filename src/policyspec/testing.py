@@ -13,6 +13,7 @@ check itself runs once per (target, profile, budget, seed) and is shared.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import ClassVar
 
@@ -22,7 +23,7 @@ from policyspec.registry import load_registry, requirements_for
 from policyspec.report import FAIL, NA, NOT_TESTED, XFAIL, Report
 from policyspec.steps import numbered
 
-__all__ = ["ConformanceSuite", "assert_requirement", "report_for"]
+__all__ = ["ConformanceSuite", "assert_requirement", "report_for", "terminal_progress"]
 
 DEFAULT_TARGET = "policyspec.reference:LRUCachePolicy"
 DEFAULT_PROFILE = "lru"
@@ -33,9 +34,12 @@ _REPORTS: dict[tuple[str, str, str | float, int, int | None, bool, int | None], 
 def report_for(
     target: str | type, profile: str, budget: str | float = "quick", seed: int = 0,
     jobs: int | None = None, strict: bool = False, capacity: int | None = None,
+    *, progress: Callable[[str], None] | None = None,
 ) -> Report:
     """The report of one check, computed once per session and cached.
-    ``capacity`` None: the check's default (engines may draw sizes)."""
+    ``capacity`` None: the check's default (engines may draw sizes);
+    ``progress`` gets the check's progress lines, as ``policyspec check``
+    prints them."""
     label = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
     key = (label, profile, budget, seed, jobs, strict, capacity)
     if key not in _REPORTS:
@@ -46,7 +50,7 @@ def report_for(
         options = CheckOptions(budget=budget, seed=seed, jobs=jobs, strict=strict)
         if capacity is not None:
             options = replace(options, capacity=capacity, capacity_fixed=True)
-        _REPORTS[key] = check_target(target, profile, options)
+        _REPORTS[key] = check_target(target, profile, options, progress=progress)
     return _REPORTS[key]
 
 
@@ -131,7 +135,27 @@ class ConformanceSuite:
         jobs = request.config.getoption("policy_jobs", None)
         strict = self.strict or bool(request.config.getoption("policy_strict", False))
         capacity = self.capacity or request.config.getoption("policy_capacity", None)
-        assert_requirement(report_for(target, profile, budget, seed, jobs, strict, capacity),
-                           requirement_id)
+        report = report_for(target, profile, budget, seed, jobs, strict, capacity,
+                            progress=terminal_progress(request.config))
+        assert_requirement(report, requirement_id)
+
+
+def terminal_progress(config: pytest.Config) -> Callable[[str], None] | None:
+    """Progress lines on pytest's terminal while a check runs, as ``policyspec
+    check`` prints them (``[policyspec] ...``), past pytest's capture; None
+    under ``-qq``."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if terminal is None or config.get_verbosity() < -1:
+        return None
+
+    def say(message: str) -> None:
+        if capture is not None:
+            with capture.global_and_fixture_disabled():
+                terminal.write_line(f"[policyspec] {message}")
+        else:
+            terminal.write_line(f"[policyspec] {message}")
+
+    return say
 
 

@@ -266,11 +266,12 @@ def _merge(copies: list[tuple[int, EngineRun]]) -> EngineRun:
         merged.seconds = max(merged.seconds, run.seconds)
         merged.not_applicable.update(run.not_applicable)
         merged.notes.extend(n for n in run.notes if n not in merged.notes)
+        merged.details.extend(n for n in run.details if n not in merged.details)
         merged.error = merged.error or run.error
         for name, value in run.counts.items():
             if name.startswith(("mean_", "largest_")) or name in ("states",):
                 merged.counts[name] = max(merged.counts.get(name, value), value)
             else:
                 merged.counts[name] = merged.counts.get(name, 0) + value
-    merged.notes.append(f"{len(copies)} copies ran at once (--jobs), their counts summed")
+    merged.counts["copies"] = len(copies)  # run_details says it, once per engine
     return merged

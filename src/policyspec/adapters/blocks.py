@@ -17,13 +17,19 @@ from typing import Any
 
 from policyspec.vllm.standins import keys, policies, vllm_importable
 
-__all__ = ["block_factory", "block_type", "req_context_class"]
+__all__ = ["block_factory", "block_type", "policy_home", "req_context_class"]
 
 _HOME = {
     "R-1": "vllm.v1.kv_offload.cpu_manager",
     "R0": "vllm.v1.kv_offload.cpu.policies.abstract",
 }
 _DEFAULT_HOME = "vllm.v1.kv_offload.cpu.policies.base"
+
+
+def policy_home(api: str) -> str:
+    """The vLLM module that defines ``CachePolicy`` (and its block type) at
+    revision ``api``."""
+    return _HOME.get(api, _DEFAULT_HOME)
 
 
 def _is_status(obj: object, field: str) -> bool:
@@ -43,7 +49,7 @@ def block_type(cls: type, api: str, kind: str) -> type:
         return found
     if vllm_importable():
         try:
-            real = getattr(importlib.import_module(_HOME.get(api, _DEFAULT_HOME)), name)
+            real = getattr(importlib.import_module(policy_home(api)), name)
         except (ImportError, AttributeError):
             real = None
         if _is_status(real, field):

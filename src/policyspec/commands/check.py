@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
@@ -87,8 +90,14 @@ def add_parser(sub: Any) -> None:
                         help="keys sent to --exec as JSON numbers (default) or as hex strings "
                         "of vLLM OffloadKey bytes")
     _add_exhaustive_options(parser)
+    from policyspec.profiles import descriptions
+
     parser.add_argument("--profile", default="core",
-                        help="core (every policy, default), lru (exact seed LRU), arc, ...")
+                        help=f"one of {', '.join(descriptions())} (default core: what every "
+                        "policy must do; --list-profiles says what each checks), or "
+                        "package.module:NAME")
+    parser.add_argument("--list-profiles", action="store_true",
+                        help="name every profile with one line each, and exit")
     parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run")
     parser.add_argument("--seed", type=positive_int, default=0, help="random seed (default 0)")
     parser.add_argument("--budget", type=_budget, default="standard",
@@ -139,6 +148,9 @@ def add_parser(sub: Any) -> None:
                         help="stop the other engines and workers at the first MUST failure "
                         "(then shrink it)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="also note what each engine did (sizes drawn, states reached, "
+                        "copies run); the JSON report always has them")
     parser.set_defaults(handler=run)
 
 
@@ -160,6 +172,25 @@ def _add_exhaustive_options(parser: argparse.ArgumentParser) -> None:
 def _terminate(signum: int, frame: object) -> None:
     # A time limit (SIGTERM) ends the run like Ctrl-C: with a report.
     raise KeyboardInterrupt
+
+
+@contextmanager
+def _hypothesis_storage(database: str | None) -> Iterator[None]:
+    """Hypothesis keeps caches in ``./.hypothesis`` (its home directory) even
+    without an example database: a check asked for none (no
+    ``--hypothesis-db``) keeps them in a temporary directory instead, unless
+    HYPOTHESIS_STORAGE_DIRECTORY names one."""
+    if database is not None or os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    with tempfile.TemporaryDirectory(prefix="policyspec-hypothesis-") as home:
+        set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            set_hypothesis_home_dir(None)
 
 
 def options_of(args: argparse.Namespace) -> CheckOptions:
@@ -186,6 +217,14 @@ def run(args: argparse.Namespace) -> int:
     from policyspec.report import dumps, write_atomic
     from policyspec.session import check_target
 
+    if args.list_profiles:
+        from policyspec.profiles import descriptions
+
+        found = descriptions()
+        width = max(map(len, found))
+        for name, description in found.items():
+            print(f"{name:<{width}}  {description}")
+        return EXIT_CONFORMS
     options = options_of(args)
     options.validate()
     try:
@@ -217,10 +256,11 @@ def run(args: argparse.Namespace) -> int:
 
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        if args.exec_command is not None:
-            report = _check_exec(args, profile, options, progress)
-        else:
-            report = check_target(args.target, profile, options, progress=progress)
+        with _hypothesis_storage(args.hypothesis_db):
+            if args.exec_command is not None:
+                report = _check_exec(args, profile, options, progress)
+            else:
+                report = check_target(args.target, profile, options, progress=progress)
     except TargetError as exc:
         print(f"policyspec: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -238,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
         from policyspec.html import write_html_report
 
         write_html_report(report, args.html_report)
-    sys.stdout.write(report.to_text())
+    sys.stdout.write(report.to_text(verbose=args.verbose))
     if report.verdict == "pass":
         return EXIT_CONFORMS
     if report.verdict == "fail":

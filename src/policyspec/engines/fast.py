@@ -292,16 +292,14 @@ def _run_driver(
                _shown(size, capacity))
     if longs:
         run.counts["long_runs"] = longs
-        run.counts["largest_keys"] = largest
-        run.notes.append(f"{longs} long runs at capacity {FAST_LONG_CAPACITY:,}, up to "
-                         f"{largest:,} keys at once")
+        run.counts["largest_keys"] = largest  # run_details says it, once per engine
     if samples:
         run.counts["mean_keys"] = round(sizes / samples)
         run.counts["mean_idle"] = round(idles / samples)
-        run.notes.append(
-            f"states reached: {sizes / samples:.0f} keys and {idles / samples:.0f} idle on "
-            f"average (capacity {capacity})"
-        )
+        # sums, so that the copies of --jobs add up to one exact average
+        run.counts["state_samples"] = samples
+        run.counts["state_keys"] = sizes
+        run.counts["state_idle"] = idles
 
 
 def _long_seed(seed: int, example: int) -> int:

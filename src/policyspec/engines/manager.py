@@ -521,10 +521,10 @@ def run_manager(
     sizes = machine.stats.capacities
     if sizes:
         run.counts["largest_capacity"] = max(sizes)
-        large = sum(count for cap, count in sizes.items() if cap > capacity)
-        run.notes.append(f"capacities drawn per example: {large} of {sizes.total()} examples "
-                         f"above {capacity}, up to {max(sizes):,}" if drawn else
-                         f"every example at capacity {capacity} (fixed)")
+        if drawn:  # run_details says it, once per engine
+            run.counts["large_examples"] = sum(
+                count for cap, count in sizes.items() if cap > capacity)
+            run.counts["sized_examples"] = sizes.total()
     for finding in run.findings:
         if finding.capacity == capacity:
             finding.capacity = None  # the run's own is not repeated

@@ -499,7 +499,7 @@ def run_manager_033(
         **{f"traffic_{name}": value for name, value in sorted(traffic.items())},
     })
     if on + off:
-        run.notes.append(
+        run.details.append(
             f"{on + off} traffic runs of vLLM {release_for(subject.api)}'s manager played to "
             f"the end ({off} with "
             f"the store threshold off, {on} with it at {THRESHOLD}: {skipped} key offers kept "

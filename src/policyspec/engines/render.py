@@ -78,13 +78,19 @@ def _passed(shape: str, keys: Sequence[int]) -> str:
 
 def repro(
     target: str, capacity: int, trace: Sequence[Action], comment: str = "", marks: bool = True,
-    *, placeholders: Sequence[str] = (),
+    *, placeholders: Sequence[str] = (), judged: tuple[str, str] | None = None,
+    api: str | None = None,
 ) -> str:
     """A standalone Python snippet replaying ``trace`` on ``target`` with the
     calls and ref_cnt writes vLLM's manager would make (the mark calls only
     when the policy's revision has them: ``marks``; the names the check kept
-    as placeholders: ``placeholders``)."""
+    as placeholders: ``placeholders``). ``judged``: (profile, requirement id)
+    to end with an assertion of that requirement on a replay of the trace
+    (``policyspec.assertions``). ``api``: the revision to load it as, for a
+    policy that fits several (``Subject.fits``)."""
     kept = f", placeholders={tuple(placeholders)!r}" if placeholders else ""
+    if api is not None:
+        kept = f", api={api!r}{kept}"
     lines = [
         "from policyspec.adapters import load_subject",
         "",
@@ -152,6 +158,19 @@ def repro(
                     refs.pop(call[1], None)
     if comment:
         lines.append(f"# {comment}")
+    if judged is not None:
+        profile, requirement = judged
+        lines += [
+            "",
+            f"# {requirement} must hold on these calls: replayed in lockstep with the spec's "
+            "model,",
+            "# this fails with the requirement's message until the policy is fixed.",
+            "from policyspec.assertions import assert_requirement_holds",
+            "",
+            f"TRACE = {list(trace)!r}",
+            f"assert_requirement_holds(subject, {profile!r}, {capacity}, TRACE, "
+            f"{requirement!r})",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -43,6 +43,9 @@ class EngineRun:
     seconds: float = 0.0
     not_applicable: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    """Notes shown only with ``-v``: what the run did (sizes drawn, states
+    reached), as against what its verdict depends on (``notes``)."""
     error: str | None = None
     """Set when the engine itself could not run to the end (not the policy's fault)."""
     counts: dict[str, int] = field(default_factory=dict)

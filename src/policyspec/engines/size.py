@@ -450,9 +450,7 @@ def run_size(
             break
         if sightings.stopped():
             break
-    run.counts["largest_capacity"] = largest
-    run.notes.append(f"scenarios up to a capacity of {largest:,}"
-                     + (" (fixed)" if fixed else " (drawn per scenario)"))
+    run.counts["largest_capacity"] = largest  # run_details says it, once per engine
     run.seconds = monotonic() - started
     return run
 

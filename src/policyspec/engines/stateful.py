@@ -653,12 +653,10 @@ def _counted(
         sizes = source.stats.capacities
         if sizes:
             run.counts["largest_capacity"] = max(sizes)
-            large = sum(count for cap, count in sizes.items() if cap > capacity)
-            if drawn:
-                run.counts["large_examples"] = large
-            run.notes.append(f"capacities drawn per example: {large} of {sizes.total()} "
-                             f"examples above {capacity}, up to {max(sizes):,}" if drawn else
-                             f"every example at capacity {capacity} (fixed)")
+            if drawn:  # run_details says it, once per engine
+                run.counts["large_examples"] = sum(
+                    count for cap, count in sizes.items() if cap > capacity)
+                run.counts["sized_examples"] = sizes.total()
     for finding in run.findings:
         if finding.capacity is not None and finding.capacity > capacity:
             _at_smallest(subject, profile, finding, until)

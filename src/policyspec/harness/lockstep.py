@@ -582,7 +582,8 @@ class _Stop(Exception):
 
 def _show_keys(keys: Iterable[int]) -> str:
     if isinstance(keys, frozenset | set):
-        return "{" + ", ".join(str(k) for k in sorted(keys)) + "}"
+        # As Python prints it: an empty set is set(), never {} (a dict).
+        return "{" + ", ".join(str(k) for k in sorted(keys)) + "}" if keys else "set()"
     return "[" + ", ".join(str(k) for k in keys) + "]"
 
 
