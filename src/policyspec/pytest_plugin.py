@@ -24,9 +24,9 @@ def conformance_dir() -> Path:
 
 
 def _budget(text: str) -> str | float:
-    if text in ("quick", "standard", "deep"):
-        return text
-    return float(text)
+    from policyspec.run.budget import BUDGETS
+
+    return text if text in BUDGETS else float(text)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -36,8 +36,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--policy-profile", default=None, metavar="NAME",
                     help="profile for --policy: core (default), lru, ...")
     group.addoption("--policy-budget", default=None, type=_budget, metavar="BUDGET",
-                    help="time budget of the check behind the suite: quick (default), "
-                    "standard, deep, or seconds")
+                    help="work budget of the check behind the suite: quick (default), "
+                    "standard, deep, or work units (the same work on any machine)")
+    group.addoption("--policy-time-limit", default=None, type=float, metavar="SECONDS",
+                    help="stop the check after this much wall time; a check stopped before "
+                    "its work is done fails every test it would have passed (INCOMPLETE)")
     group.addoption("--policy-seed", default=None, type=int, help="seed of the check")
     group.addoption("--policy-jobs", default=None, type=int, metavar="N",
                     help="worker processes of the check (default: the cores this process "

@@ -42,6 +42,8 @@ from policyspec.report import (
     Report,
     RequirementStatus,
 )
+from policyspec.run.budget import BUDGETS, units_of
+from policyspec.run.context import capped
 from policyspec.run_details import run_details
 from policyspec.subject import Subject
 from policyspec.trace_record import record_actions
@@ -52,7 +54,6 @@ __all__ = [
     "DEFAULT_CALL_TIMEOUT",
     "DEFAULT_CAPACITY",
     "SIZED_CULPRIT_MOST",
-    "Budget",
     "CheckOptions",
     "check_target",
     "run_check",
@@ -65,24 +66,15 @@ DEFAULT_CALL_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
-class Budget:
-    name: str
-    seconds: float
-    """Wall-clock seconds the engines share (the run adds a little on top)."""
-
-
-BUDGETS = {
-    "quick": Budget("quick", 15.0),
-    "standard": Budget("standard", 50.0),
-    "deep": Budget("deep", 240.0),
-}
-
-
-@dataclass(frozen=True)
 class CheckOptions:
     """How to run a check: what every front end maps its options onto."""
 
     budget: str | float = "standard"
+    """A budget's name or its work units (``run.budget``): an amount of
+    work, the same on any machine."""
+    time_limit: float | None = None
+    """Wall-time cap in seconds (``--time-limit``): a run it stops before
+    its work is done ends ``incomplete``, never ``pass``. None: no cap."""
     seed: int = 0
     strict: bool = False
     engines: tuple[str, ...] | None = None
@@ -116,7 +108,11 @@ class CheckOptions:
         """UsageError, in one line, for options that cannot go together."""
         if isinstance(self.budget, str) and self.budget not in BUDGETS:
             raise UsageError(f"unknown budget {self.budget!r} (choose from: "
-                             f"{', '.join(BUDGETS)}, or seconds)")
+                             f"{', '.join(BUDGETS)}, or work units)")
+        if not isinstance(self.budget, str) and self.budget <= 0:
+            raise UsageError("--budget must be more than 0 work units")
+        if self.time_limit is not None and self.time_limit <= 0:
+            raise UsageError("--time-limit must be more than 0 seconds")
         if self.capacity < 1:
             raise UsageError("--capacity must be at least 1")
         unknown = [e for e in self.engines or () if e not in ENGINES]
@@ -225,8 +221,7 @@ def run_check(
     options.validate()
     subject = subject.fitted(profile.api)
     say = progress or (lambda _msg: None)
-    budget_ = options.budget
-    seconds = budget_ if isinstance(budget_, int | float) else BUDGETS[budget_].seconds
+    units = units_of(options.budget)
     chosen = [ENGINES[e] for e in options.engines] if options.engines else [
         e for e in ENGINES.values() if e.default
     ]
@@ -245,6 +240,7 @@ def run_check(
                 f"{ENGINES[name].only_for!r} (not {profile.name!r})"
                 for name in options.engines))
     started = time.monotonic()
+    cap = None if options.time_limit is None else started + options.time_limit
     interrupted = False
     database = None
     if options.hypothesis_db:
@@ -253,13 +249,14 @@ def run_check(
         database = DirectoryBasedExampleDatabase(options.hypothesis_db)
     standins = installed() if subject.stand_in else contextlib.nullcontext(None)
     jobs = options.jobs or available_cores()
-    items = plan(chosen, seconds, options.seed, options.shard, jobs, shard_seed,
+    items = plan(chosen, units, options.seed, options.shard, jobs, shard_seed,
                  lead="stateful" if subject.has("hooks") else None)
 
     def build(item: Item) -> EngineContext:
         return EngineContext(
-            subject, profile, item.seconds, item.seed, options.capacity, item.shard, database,
-            options.depth, options.keys, options.symmetry, options.capacity_fixed,
+            subject, profile, item.units, item.seed, options.capacity, item.shard, database,
+            options.capacity_fixed, cap,
+            {"depth": options.depth, "keys": options.keys, "symmetry": options.symmetry},
         )
 
     sightings = Sightings(started)
@@ -280,10 +277,8 @@ def run_check(
             report = _report(
                 subject, profile, runs, options.seed, options.strict, options.capacity,
                 time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
-                minimise_tries=round(max(MIN_MINIMISE_SECONDS, seconds) * MINIMISE_TRIES),
-                minimise_until=started + max(MINIMISE_BY * seconds,
-                                             seconds + MIN_MINIMISE_SECONDS),
-                blame_seconds=BLAME_SHARE * seconds,
+                minimise_tries=round(max(MIN_MINIMISE_UNITS, units) * MINIMISE_TRIES),
+                cap=cap,
             )
     report.notes.extend(
         f"{e.name}: not run: the policy lacks the {e.needs!r} capability it drives "
@@ -316,13 +311,12 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
 
 def _minimise(
     subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
-    tries: int, deadline: float | None = None, blame_until: float | None = None,
+    tries: int, cap: float | None = None,
 ) -> tuple[Finding, int]:
     """``finding`` with the witness to show (``engines.minimise.bounded_witness``),
     its message for that trace and the requirement to blame; and the replays
-    the witness took, at most ``tries`` and until ``deadline`` (then the
-    shortest trace found so far stands: still failing, just longer).
-    ``culprit`` looks for the operation to blame until ``blame_until``."""
+    the witness took, at most ``tries`` (until the wall-time ``cap``: then
+    the shortest trace found so far stands, still failing, just longer)."""
     used = 0
     trace = finding.trace
     run_capacity = capacity
@@ -343,28 +337,28 @@ def _minimise(
     elif not sized and family <= MANAGER_IDS:
         # Only the manager's bookkeeping sees these: replay with it.
         fails = manager_fails(subject, profile, capacity, family)
-        trace, used = bounded_witness(trace, fails, fails, tries, deadline)
+        trace, used = bounded_witness(trace, fails, fails, tries, cap)
     elif not sized and finding.requirement not in _COSTLY:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
-        # A long trace gets half the time here, half at smaller capacities.
-        # A trace still long after an engine's shrinking, or after half the
-        # time here, may be a fault that needs a full cycle of the cache:
-        # look for it at smaller capacities (engines.smaller).
-        now = time.monotonic()
-        half = None if deadline is None or len(trace) <= LONG else now + (deadline - now) / 2
-        if finding.shrunk and len(trace) > LONG:
+        # A long trace gets half the replays here, half at smaller
+        # capacities. A trace still long after an engine's shrinking, or
+        # after half the replays here, may be a fault that needs a full
+        # cycle of the cache: look for it at smaller capacities
+        # (engines.smaller).
+        long = len(trace) > LONG
+        if finding.shrunk and long:
             trace, capacity, smaller, used = _at_smaller(subject, profile, capacity, family,
-                                                         trace, tries, half)
+                                                         trace, tries // 2, cap)
         if not smaller:  # (a witness at a smaller capacity is minimised already)
             trace, spent = bounded_witness(
                 trace, fails_with(subject, profile, capacity, family),
                 fails_with(subject, profile, capacity, family, observe=False, threads=False),
-                tries - used, deadline if finding.shrunk else half or deadline)
+                tries - used if finding.shrunk or not long else tries // 2, cap)
             used += spent
         if not smaller and len(trace) > LONG:
             trace, capacity, smaller, spent = _at_smaller(subject, profile, capacity, family,
-                                                          trace, tries - used, deadline)
+                                                          trace, tries - used, cap)
             used += spent
     requirement, message = finding.requirement, finding.message
     if trace != finding.trace:
@@ -374,11 +368,7 @@ def _minimise(
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, again.message
     if len(trace) <= SIZED_CULPRIT_MOST:
-        # (At least MIN_BLAME_SECONDS: a short trace's culprit is quick, and
-        # the deadline is there for long ones.)
-        until = None if blame_until is None else max(
-            blame_until, time.monotonic() + MIN_BLAME_SECONDS)
-        requirement = culprit(subject, profile, capacity, trace, requirement, until)
+        requirement = culprit(subject, profile, capacity, trace, requirement, cap)
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)
@@ -392,36 +382,22 @@ def _minimise(
 
 def _at_smaller(
     subject: Subject, profile: Profile, capacity: int, family: frozenset[str],
-    trace: tuple[Action, ...], tries: int, deadline: float | None,
+    trace: tuple[Action, ...], tries: int, cap: float | None,
 ) -> tuple[tuple[Action, ...], int, bool, int]:
     """``smaller_witness``, or ``trace`` as it was: the trace, its capacity,
     whether it is a smaller capacity's witness, and the replays used."""
-    smaller = smaller_witness(subject, profile, capacity, family, len(trace), tries, deadline)
+    smaller = smaller_witness(subject, profile, capacity, family, len(trace), tries, cap)
     if smaller is None:
         return trace, capacity, False, 0
     return smaller[0], smaller[1], True, smaller[2]
 
 
 _COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
-MIN_MINIMISE_SECONDS = 3.0
+MIN_MINIMISE_UNITS = 3.0
 MINIMISE_TRIES = 100
 """Replays policyspec's own minimising of a run's findings may make, per
-second of the budget (at least MIN_MINIMISE_SECONDS): a failing quick run
-stays under 30 s wall, and being a count, not a clock, the same seed gives
-the same trace however busy the machine."""
-MINIMISE_BY = 1.5
-"""Minimising ends by this many times the budget's seconds after the run
-started (at least MIN_MINIMISE_SECONDS after the budget; each finding at
-least MIN_MINIMISE_EACH seconds), whatever is left of
-the count: on a machine too busy for MINIMISE_TRIES replays in that time the
-budget still holds (quick under 30 s wall, standard under 90 s), with a
-longer trace."""
-MIN_MINIMISE_EACH = 0.5
-MIN_BLAME_SECONDS = 1.0
-BLAME_SHARE = 0.2
-"""``culprit``'s search for the operation to blame ends this many times the
-budget's seconds after minimising (quick: 3 s): past it, a finding keeps
-the id it was found with."""
+work unit of the budget (at least MIN_MINIMISE_UNITS' worth): a count, not
+a clock, so the same seed gives the same trace on any machine."""
 SIZED_CULPRIT_MOST = 160
 """Longest trace (a sized finding's, or one minimising left long) whose
 order difference ``culprit`` traces back to an operation: it replays every prefix with probes of the
@@ -571,8 +547,7 @@ def _report(
     minimise: bool = True,
     watchdog: Watchdog,
     minimise_tries: int = 0,
-    minimise_until: float | None = None,
-    blame_seconds: float = 0.0,
+    cap: float | None = None,
 ) -> Report:
     registry = load_registry()
     checked: Counter[str] = Counter()
@@ -597,14 +572,8 @@ def _report(
     left = minimise_tries
     for index, finding in enumerate(order):
         if minimise:
-            until = blame = None
-            if minimise_until is not None:
-                now = time.monotonic()
-                until = now + max(MIN_MINIMISE_EACH,
-                                  (minimise_until - now) / (len(order) - index))
-                blame = minimise_until + blame_seconds
             finding, used = _minimise(subject, profile, capacity, finding, watchdog,
-                                      left // (len(order) - index), until, blame)
+                                      left // (len(order) - index), cap)
             left -= used
         old = best.get(finding.requirement)
         if old is None or len(finding.trace) < len(old.trace):
@@ -659,6 +628,8 @@ def _report(
         verdict = "error"
     elif "MUST" in failing_levels or (strict and "SHOULD" in failing_levels):
         verdict = "fail"
+    elif any(r.capped for r in runs) or (cap is not None and capped(cap)):
+        verdict = "incomplete"  # the time limit stopped it: never a pass
     else:
         verdict = "pass"
     notes = list(subject.notes)
@@ -674,10 +645,17 @@ def _report(
         "capacity": capacity,
         "engines": {
             r.engine: {"calls": r.calls, "steps": r.steps, "examples": r.examples,
-                       "seconds": round(r.seconds, 3), **r.counts}
+                       "planned": r.planned, "seconds": round(r.seconds, 3), **r.counts}
             for r in runs
         },
     }
+    if any(r.capped for r in runs):
+        done = sum(min(r.examples, r.planned) for r in runs if r.planned)
+        planned = sum(r.planned for r in runs)
+        notes.append(f"the time limit (--time-limit) stopped the run before its work was done: "
+                     f"{done:,} of {planned:,} planned examples ran ("
+                     + ", ".join(f"{r.engine} {min(r.examples, r.planned):,}/{r.planned:,}"
+                                 for r in runs if r.capped) + ")")
     return Report(
         target=subject.name,
         profile=profile.name,

@@ -28,26 +28,28 @@ __all__ = ["ConformanceSuite", "assert_requirement", "report_for", "terminal_pro
 DEFAULT_TARGET = "policyspec.reference:LRUCachePolicy"
 DEFAULT_PROFILE = "lru"
 
-_REPORTS: dict[tuple[str, str, str | float, int, int | None, bool, int | None], Report] = {}
+_Key = tuple[str, str, str | float, int, int | None, bool, int | None, float | None]
+_REPORTS: dict[_Key, Report] = {}
 
 
 def report_for(
     target: str | type, profile: str, budget: str | float = "quick", seed: int = 0,
     jobs: int | None = None, strict: bool = False, capacity: int | None = None,
-    *, progress: Callable[[str], None] | None = None,
+    *, progress: Callable[[str], None] | None = None, time_limit: float | None = None,
 ) -> Report:
     """The report of one check, computed once per session and cached.
     ``capacity`` None: the check's default (engines may draw sizes);
     ``progress`` gets the check's progress lines, as ``policyspec check``
-    prints them."""
+    prints them; ``time_limit``: the wall-time cap (``--time-limit``)."""
     label = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
-    key = (label, profile, budget, seed, jobs, strict, capacity)
+    key = (label, profile, budget, seed, jobs, strict, capacity, time_limit)
     if key not in _REPORTS:
         from policyspec.session import CheckOptions, check_target
 
         # The same run set-up as policyspec check (stand-ins for the whole
         # run, watchdog, ...), hence the same verdict.
-        options = CheckOptions(budget=budget, seed=seed, jobs=jobs, strict=strict)
+        options = CheckOptions(budget=budget, seed=seed, jobs=jobs, strict=strict,
+                               time_limit=time_limit)
         if capacity is not None:
             options = replace(options, capacity=capacity, capacity_fixed=True)
         _REPORTS[key] = check_target(target, profile, options, progress=progress)
@@ -77,6 +79,12 @@ def assert_requirement(report: Report, requirement: str) -> None:
         pytest.skip(f"{requirement}: {status.status} ({status.reason})")
     if report.errors:
         pytest.fail("the check could not run to the end: " + "; ".join(report.errors))
+    if report.verdict == "incomplete":
+        # The time limit stopped the check: what ran passed, but not all the
+        # work the budget asks for ran, which is never a pass.
+        pytest.fail(f"INCOMPLETE: {requirement} held in the work that ran, but the time limit "
+                    "stopped the check before its work was done (--policy-time-limit)",
+                    pytrace=False)
 
 
 class ConformanceSuite:
@@ -136,7 +144,8 @@ class ConformanceSuite:
         strict = self.strict or bool(request.config.getoption("policy_strict", False))
         capacity = self.capacity or request.config.getoption("policy_capacity", None)
         report = report_for(target, profile, budget, seed, jobs, strict, capacity,
-                            progress=terminal_progress(request.config))
+                            progress=terminal_progress(request.config),
+                            time_limit=request.config.getoption("policy_time_limit", None))
         assert_requirement(report, requirement_id)
 
 

@@ -1,20 +1,22 @@
 """Running a check's engines: in turn in this process (``--jobs 1``), or on
 several cores (``--jobs N``).
 
-With N jobs every time-budgeted engine runs N times at once, each copy for
-the engine's whole share of the budget: copy 0 with the run's own seed (so
-it makes exactly the calls ``--jobs 1`` makes), copy j with a seed of its
-own; the exhaustive engine splits its search space N ways instead (its
-``--shard`` mechanism, so the copies cover the space once); engines that
-measure fixed sizes run once. The same seed and the same ``--jobs`` give the
-same work; the copies of an engine are merged into one ``EngineRun``, a
-requirement's finding taken from the lowest copy that has one.
+The work is the same whatever ``--jobs``: every engine's share of the
+budget is split into the parts the engine declares (``Engine.parts``, each
+with a seed of its own: part 0 the run's own seed), and ``--jobs`` only
+decides how many parts run at once; the exhaustive engine splits its search
+space into ``--jobs`` shards instead (its ``--shard`` mechanism, so the
+copies cover the space once). The parts of an engine are merged into one
+``EngineRun``, a requirement's finding taken from the lowest part that has
+one, so the same target, seed and budget give the same counts, verdict and
+trace with ``--jobs 1`` and ``--jobs 2``.
 
 Workers are forked from this process, so any subject works (no pickling of
 policy classes or closures), the vLLM stand-ins are already in place, and a
 worker that dies (the policy ended its process) is a verdict
 (API-PROCESS-ALIVE), never a hang. ``--fail-fast``: the first MUST failure
-sets a shared flag that every engine checks between examples.
+sets a shared flag that every engine checks between examples (the one
+option whose result depends on timing: which engines stop where).
 """
 
 from __future__ import annotations
@@ -33,11 +35,7 @@ from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
 from policyspec.registry import load_registry
 
-__all__ = ["REPEATABLE", "Item", "available_cores", "copy_seed", "forks", "plan", "run_items"]
-
-REPEATABLE = frozenset({"stateful", "manager", "metamorphic", "fast", "size"})
-"""Engines whose copies with other seeds find more: random and Hypothesis
-engines bounded by time (the others measure, or search a bounded space)."""
+__all__ = ["Item", "available_cores", "copy_seed", "forks", "plan", "run_items"]
 
 
 def available_cores() -> int:
@@ -49,48 +47,50 @@ def available_cores() -> int:
 
 
 def copy_seed(seed: int, copy: int) -> int:
-    """Copy 0 keeps the run's seed; copy j > 0 gets one of its own."""
+    """Part (or shard copy) 0 keeps the run's seed; part j > 0 gets one of
+    its own."""
     return seed if copy == 0 else seed * 1_000_003 + copy
 
 
 @dataclass(frozen=True)
 class Item:
-    """One engine run of a plan: which copy, for how long, with what seed
-    and which part of the search space."""
+    """One engine run of a plan: which part, how much work (``run.budget``
+    units), with what seed and which part of the search space."""
 
     engine: str
     copy: int
-    seconds: float
+    units: float
     seed: int
     shard: tuple[int, int]
 
 
 def plan(
-    chosen: Sequence[Engine], seconds: float, seed: int, shard: tuple[int, int], jobs: int,
+    chosen: Sequence[Engine], units: float, seed: int, shard: tuple[int, int], jobs: int,
     seed_of: Callable[[int, tuple[int, int]], int], lead: str | None = None,
 ) -> list[Item]:
-    """The engine runs of a check: ``seconds`` split by the engines' shares,
-    and with ``jobs`` > 1 the copies described in the module text.
-    ``seed_of(seed, shard)`` is the seed of a non-shardable engine. With
-    ``jobs`` > 1, the first copy of engine ``lead`` starts at once on a
-    worker of its own, beside the quick finders on the others (the one
-    engine that drives what the others cannot: the request hooks)."""
+    """The engine runs of a check: ``units`` of work split by the engines'
+    shares, each engine's share by its parts (module text), the same for
+    every ``jobs`` but the exhaustive engine's shards. ``seed_of(seed,
+    shard)`` is the seed of a non-shardable engine. With ``jobs`` > 1, the
+    first part of engine ``lead`` starts at once on a worker of its own,
+    beside the quick finders on the others (the one engine that drives what
+    the others cannot: the request hooks)."""
     total = sum(e.share for e in chosen) or 1.0
     items: list[Item] = []
     for engine in chosen:
-        share = seconds * engine.share / total
+        share = units * engine.share / total
         base = seed if engine.shardable else seed_of(seed, shard)
         if jobs > 1 and engine.shardable:
             index, count = shard
             items += [Item(engine.name, j, share, seed, ((index - 1) * jobs + j + 1, count * jobs))
                       for j in range(jobs)]
-        elif jobs > 1 and engine.name in REPEATABLE:
-            items += [Item(engine.name, j, share, copy_seed(base, j), shard) for j in range(jobs)]
         else:
-            items.append(Item(engine.name, 0, share, base, shard))
+            parts = max(1, engine.parts)
+            items += [Item(engine.name, j, share / parts, copy_seed(base, j), shard)
+                      for j in range(parts)]
     # The engines with the smallest share first: the fast engine sees most
-    # faults within a second, and --fail-fast then spares the rest; the
-    # copies of one engine stay side by side, so workers stay balanced.
+    # faults early, and --fail-fast then spares the rest; the parts of one
+    # engine stay side by side, so workers stay balanced.
     return sorted(items, key=lambda item: (
         not (jobs > 1 and item.engine == lead and item.copy == 0),
         ENGINES[item.engine].share, item.copy))
@@ -127,7 +127,7 @@ def _in_turn(
 ) -> Iterator[EngineRun]:
     """``--jobs 1``: each engine in turn in this process."""
     for item in items:
-        say(f"{item.engine}: running for up to {item.seconds:.0f}s")
+        say(f"{item.engine}: running (part {item.copy + 1}, {item.units:.1f} work units)")
         run = _run(item, build)
         yield run
         say(f"{item.engine}: {run.calls} calls, {run.steps} steps, "
@@ -274,4 +274,6 @@ def _merge(copies: list[tuple[int, EngineRun]]) -> EngineRun:
             else:
                 merged.counts[name] = merged.counts.get(name, 0) + value
     merged.counts["copies"] = len(copies)  # run_details says it, once per engine
+    merged.planned = sum(run.planned for _, run in copies)
+    merged.capped = any(run.capped for _, run in copies)
     return merged

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
+from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_INCOMPLETE, EXIT_USAGE, UsageError
 from policyspec.protocols import API_HELP
 
 if TYPE_CHECKING:
@@ -43,20 +43,30 @@ def _seconds(text: str) -> float:
 
 
 def _budget(text: str) -> str | float:
-    from policyspec.session import BUDGETS
+    from policyspec.run.budget import BUDGETS
 
     if text in BUDGETS:
         return text
     try:
-        seconds = float(text)
+        units = float(text)
     except ValueError:
         choices = ", ".join(sorted(BUDGETS))
         raise argparse.ArgumentTypeError(
-            f"expected {choices} or a number of seconds, got {text!r}"
+            f"expected {choices} or a number of work units, got {text!r}"
         ) from None
-    if not seconds > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
-    return seconds
+    if not units > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of work units, got {text}")
+    return units
+
+
+def _time_limit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds > 0, got {text}")
+    return value
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -101,8 +111,13 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--strict", action="store_true", help="SHOULD failures fail the run")
     parser.add_argument("--seed", type=positive_int, default=0, help="random seed (default 0)")
     parser.add_argument("--budget", type=_budget, default="standard",
-                        help="quick (~16 s), standard (~51 s, default), deep (minutes), or a "
-                        "number of seconds")
+                        help="the work the engines do: quick (15 units, ~16 s on an idle 2-core "
+                        "machine), standard (50 units, ~51 s, default), deep (240 units), or a "
+                        "number of units; the same work, and verdict, on any machine")
+    parser.add_argument("--time-limit", type=_time_limit, default=None, metavar="SECONDS",
+                        help="stop after this much wall time: a run stopped before its work is "
+                        "done is INCOMPLETE (exit 3), never a pass; a failure found counts "
+                        "(default: no limit)")
     parser.add_argument("--engine", action="append", choices=sorted(ENGINES), dest="engines",
                         help="run only these engines (repeatable); default: all default engines")
     parser.add_argument("--capacity", type=positive_int, default=None,
@@ -198,7 +213,7 @@ def options_of(args: argparse.Namespace) -> CheckOptions:
     from policyspec.session import DEFAULT_CAPACITY, CheckOptions
 
     return CheckOptions(
-        budget=args.budget, seed=args.seed, strict=args.strict,
+        budget=args.budget, time_limit=args.time_limit, seed=args.seed, strict=args.strict,
         engines=tuple(args.engines) if args.engines else None,
         capacity=DEFAULT_CAPACITY if args.capacity is None else args.capacity,
         capacity_fixed=args.capacity is not None, call_timeout=args.call_timeout,
@@ -283,6 +298,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFORMS
     if report.verdict == "fail":
         return EXIT_FAILS
+    if report.verdict == "incomplete":
+        return EXIT_INCOMPLETE
     return EXIT_USAGE if report.errors and not report.failures else EXIT_FAILS
 
 

@@ -36,12 +36,13 @@ from time import monotonic
 
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.reproduce import fails_with, failure_of
-from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
+from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 
 __all__ = ["CAPACITIES", "POOL_FACTOR", "STEPS", "run_arc_memory"]
@@ -62,7 +63,7 @@ SHRINK_TRIES = 600
 def run_arc_memory(
     subject: Subject,
     profile: Profile,
-    seconds: float,
+    units: float,
     seed: int,
     capacity: int,
     *,
@@ -70,18 +71,23 @@ def run_arc_memory(
     examples: int | None = None,
     ranked: bool = False,
     engine: str = ENGINE,
+    cap: float | None = None,
 ) -> EngineRun:
-    """Sessions for about ``seconds`` (or ``examples`` of them); the same
-    seed gives the same sessions. ``ranked`` (the ``request-memory``
-    engine, for vLLM 0.33's request-ranked LRU): requests place their keys
+    """RATE sessions per work unit (or ``examples`` of them), until the
+    wall-time ``cap`` at most; the same seed gives the same sessions.
+    ``ranked`` (the ``request-memory`` engine, for vLLM's request-ranked
+    LRU): requests place their keys
     (``set_positions``), mix hits with misses, and request ids start over
     after a ``clear``, so that a request's context carries a rank from the
     generation before (LRU033-CLEAR-RESET, LRU033-INSERT-RANK)."""
     run = EngineRun(engine=engine)
+    run.planned = planned = examples if examples is not None else max(1, round(units * RATE))
     started = monotonic()
     rng = random.Random(seed)
-    while (run.examples < examples) if examples is not None else (
-            monotonic() < started + seconds):
+    while run.examples < planned:
+        if capped(cap):
+            run.capped = True
+            break
         size = capacity if fixed else rng.choice(CAPACITIES)
         session = _Session(rng, Lockstep(subject, profile, size, observe=False), subject,
                            ranked=ranked)
@@ -262,3 +268,31 @@ class _Session:
         ready: Sequence[int] = self._with("ready")
         if ready:
             self.do(("start_read", self.rng.choice(ready)))
+
+
+RATE = 115.0
+"""Sessions per work unit (run.budget): calibrated in benchmarks/results.txt,
+budgets."""
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    return run_arc_memory(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+                          fixed=ctx.capacity_fixed, cap=ctx.cap)
+
+
+def run_ranked(ctx: EngineContext) -> EngineRun:
+    return run_arc_memory(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+                          fixed=ctx.capacity_fixed, ranked=True, engine="request-memory",
+                          cap=ctx.cap)
+
+
+ENGINES = (
+    # ARC's ghosts and target on small caches over a large key pool
+    # (ARC-EVICT-GHOSTS, ARC-STORE-MISS-ADAPT, ARC-CLEAR-RESET): the other
+    # engines' pools hide them.
+    Engine("arc-memory", run, 0.3, only_for="arc"),
+    # The same sessions for the request-ranked LRU (vLLM 0.33 and 0.34),
+    # with placed keys, hits among misses and request ids reused after a
+    # clear (LRU033-CLEAR-RESET).
+    Engine("request-memory", run_ranked, 0.3, only_for="lru-0.33"),
+)

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from time import monotonic, process_time_ns
 from typing import Any
 
-from policyspec.engines.result import EngineRun, Finding
 from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.run.context import Engine, EngineContext
+from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Block, Subject
 
 __all__ = ["READS", "SHAPES", "run_evict_linear"]
@@ -124,11 +125,11 @@ def _access_again(subject: Subject, policy: Any, keys: list[Hashable]) -> None:
 
 
 def run_evict_linear(
-    subject: Subject, profile: object, seconds: float, seed: int, capacity: int, *,
+    subject: Subject, profile: object, units: float, seed: int, capacity: int, *,
     requirement: str,
 ) -> EngineRun:
-    """Check ``requirement`` on every shape. ``seed`` and ``capacity`` play
-    no part: the sizes are what the verdict needs."""
+    """Check ``requirement`` on every shape. The budget, ``seed`` and
+    ``capacity`` play no part: the sizes are what the verdict needs."""
     run = EngineRun(engine=ENGINE)
     started = monotonic()
     counting = subject.make_block is Block
@@ -163,3 +164,12 @@ def run_evict_linear(
             break
     run.seconds = monotonic() - started
     return run
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    return run_evict_linear(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+                            requirement="ARC-EVICT-LINEAR")
+
+
+# The arc profile bounds the work of one batch eviction as a MUST (bug V5).
+ENGINES = (Engine("evict-linear", run, 0.02, only_for="arc"),)

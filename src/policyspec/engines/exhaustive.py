@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 
-from policyspec.engines.result import EngineRun, Finding
 from policyspec.engines.snapshot import fork
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action, is_legal
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.profiles import Profile
+from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 
 __all__ = [
@@ -175,6 +176,8 @@ class _Search:
         self.maximal = 0
         self.states: set[tuple[object, ...]] = set()
         self.copying = bounds.strategy != "replay"
+        self.cap: float | None = None
+        """The wall-time cap (``run.context.capped``)."""
 
     # -- harnesses ------------------------------------------------------------
 
@@ -248,6 +251,9 @@ class _Search:
     def _explore(self, h: Lockstep, used: int) -> None:
         depth = len(h.trace)
         if depth >= self.limit:
+            return
+        if capped(self.cap):
+            self.run.capped = True
             return
         actions = candidate_actions(h.state, used, self.bounds, with_clear=self.with_clear,
                                     with_touch=self.with_touch)
@@ -325,9 +331,10 @@ def run_exhaustive(
     capacity: int,
     bounds: Bounds = DEFAULT_BOUNDS,
     shard: tuple[int, int] = (1, 1),
+    cap: float | None = None,
 ) -> EngineRun:
     """Check every legal sequence within ``bounds``; runs to the end (the
-    bounds, not a clock, limit it)."""
+    bounds, not a clock, limit it) unless the wall-time ``cap`` comes first."""
     index, total = shard
     if not 1 <= index <= total:
         raise ValueError(f"shard {index}/{total}: K must be in 1..N")
@@ -337,6 +344,7 @@ def run_exhaustive(
         raise ValueError(f"strategy must be auto, copy or replay, not {bounds.strategy!r}")
     started = time.monotonic()
     search = _Search(subject, profile, capacity, bounds, shard)
+    search.cap = cap
     try:
         search.start()
     except Aborted as aborted:  # a call that hangs: no point in going on
@@ -344,3 +352,18 @@ def run_exhaustive(
         search.run.add(Finding(hung.requirement, hung.message, hung.trace, "exhaustive",
                                shrunk=True))
     return search.finish(time.monotonic() - started)
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    bounds = replace(
+        DEFAULT_BOUNDS,
+        depth=ctx.options.get("depth") or DEFAULT_BOUNDS.depth,
+        keys=ctx.options.get("keys") or DEFAULT_BOUNDS.keys,
+        symmetry=ctx.options.get("symmetry", True),
+    )
+    return run_exhaustive(ctx.subject, ctx.profile, ctx.capacity, bounds, ctx.shard, cap=ctx.cap)
+
+
+# Not a default engine: it runs when chosen (--engine exhaustive), bounded by
+# --depth/--keys rather than by the budget.
+ENGINES = (Engine("exhaustive", run, 0.5, default=False, shardable=True),)

@@ -56,7 +56,6 @@ from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.oracle import FastOracle
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.request_source import RequestSource
-from policyspec.engines.result import EngineRun, Finding
 from policyspec.engines.sizes import CAPACITIES, FAST_LONG_CAPACITY
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.second_thread import on_second_thread
@@ -69,6 +68,8 @@ from policyspec.model.actions import Action
 from policyspec.model.state import State
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
+from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 
 __all__ = [
@@ -95,9 +96,7 @@ LONG_EVERY = 2048
 as LONG_EVERY examples of EXAMPLE_STEPS actions."""
 LONG_FIRST = 64
 """The example that is the first long run (the ones before it are the
-ordinary examples every budget gets); a long run in a timed run gets at
-most half the time left (``_long_example``), so the ordinary examples keep
-at least half of the engine's time."""
+ordinary examples every budget gets)."""
 LONG_STEPS = 3 * FAST_LONG_CAPACITY
 """Actions of a long run: enough to fill 10^5 blocks and work them full."""
 LONG_SWEEP = FAST_LONG_CAPACITY
@@ -113,20 +112,22 @@ LONG_SALT = 0x5A5E
 def run_fast(
     subject: Subject,
     profile: Profile,
-    seconds: float,
+    units: float,
     seed: int,
     capacity: int,
     *,
     steps: int = EXAMPLE_STEPS,
     examples: int | None = None,
     fixed: bool = False,
+    cap: float | None = None,
 ) -> EngineRun:
-    """Check ``subject`` under ``profile`` for about ``seconds`` (or for
-    ``examples`` examples of ``steps`` actions, when given: benchmarks and
-    tests use that). The same seed gives the same actions in the same order.
-    With request traffic, every other example runs at SMALL_CAPACITY unless
-    the capacity is ``fixed`` (or not larger)."""
+    """Check ``subject`` under ``profile``: RATE examples of ``steps``
+    actions per work unit (or ``examples`` of them), until the wall-time
+    ``cap`` at most. The same seed gives the same actions in the same
+    order. With request traffic, every other example runs at SMALL_CAPACITY
+    unless the capacity is ``fixed`` (or not larger)."""
     run = EngineRun(engine=ENGINE)
+    run.planned = planned = examples if examples is not None else max(1, round(units * RATE))
     started = monotonic()
     rng = random.Random(seed)
     refinement = profile.refinement
@@ -140,15 +141,14 @@ def run_fast(
         if isinstance(source, RequestSource) and not fixed and capacity > SMALL_CAPACITY:
             small = _source(subject, rng, _pool(SMALL_CAPACITY), SMALL_CAPACITY, requests=True)
             sources = {SMALL_CAPACITY: small, capacity: source}
-        _run_driver(run, subject, profile, capacity, sources, started + seconds, steps,
-                    examples, seed=seed, long=not fixed)
+        _run_driver(run, subject, profile, capacity, sources, cap, steps, planned, seed=seed,
+                    long=not fixed)
     else:
         run.notes.append(
             f"no fast oracle for the {profile.name} refinement: every action runs through the "
             "model and the refinement's hooks (slower)"
         )
-        _run_lockstep(run, subject, profile, capacity, source, started + seconds, steps,
-                      examples)
+        _run_lockstep(run, subject, profile, capacity, source, cap, steps, planned)
     run.seconds = monotonic() - started
     return run
 
@@ -183,16 +183,17 @@ def _run_driver(
     profile: Profile,
     capacity: int,
     sources: dict[int, ActionSource],
-    deadline: float,
+    cap: float | None,
     steps: int,
-    examples: int | None,
+    examples: int,
     *,
     seed: int = 0,
     long: bool = False,
 ) -> None:
-    """Examples of ``steps`` actions until ``deadline`` (or ``examples`` of
-    them), each from the next source in turn (capacity -> its source);
-    with ``long``, one in LONG_EVERY is a long run (``_long_example``)."""
+    """``examples`` examples of ``steps`` actions (until the wall-time
+    ``cap`` at most), each from the next source in turn (capacity -> its
+    source); with ``long``, one in LONG_EVERY is a long run
+    (``_long_example``)."""
     keymap = KeyMap(subject.make_key)
     keys = keymap.reals(range(max(source.pool for source in sources.values()) + 4))
     model_of = keymap.index
@@ -210,14 +211,16 @@ def _run_driver(
     pending: tuple[int, list[Action], Difference] | None = None
     """A long run's failure that shows at an ordinary capacity: judged at the
     end unless an ordinary example finds it (with a shorter witness)."""
-    while (run.examples < examples) if examples is not None else (monotonic() < deadline):
+    while run.examples < examples:
+        if capped(cap):
+            run.capped = True
+            break
         if long and run.examples % LONG_EVERY == LONG_FIRST:
             if long_keys is None:
                 long_keys = KeyMap(subject.make_key)
             longs += 1
             peak, later = _long_example(run, subject, profile, capacity, seed, run.examples,
-                                        deadline, must, soft, sightings, long_keys,
-                                        timed=examples is None)
+                                        cap, must, soft, sightings, long_keys)
             largest = max(largest, peak)
             pending = pending or later
             if run.findings or run.error or sightings.stopped():
@@ -258,7 +261,7 @@ def _run_driver(
         except Difference as found:
             sightings.saw(found.requirement, driver.calls)
             trace = _spelled(runs)
-            _judge(run, subject, profile, size, trace, found, deadline, _shown(size, capacity))
+            _judge(run, subject, profile, size, trace, found, cap, _shown(size, capacity))
         except CallTimeout:
             trace = _spelled(runs)
             message = f"a policy call in {runs[-1]!r} did not return within the time limit"
@@ -268,8 +271,7 @@ def _run_driver(
             trace = _spelled(runs)
             raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: "
                                 f"{keymap.text(str(exc))}")
-            _judge(run, subject, profile, size, trace, raised, deadline,
-                   _shown(size, capacity))
+            _judge(run, subject, profile, size, trace, raised, cap, _shown(size, capacity))
         finally:
             watch.op = None
         run.calls += driver.calls
@@ -283,12 +285,12 @@ def _run_driver(
             break
     if pending is not None and not run.findings and not run.error:
         at, trace, seen = pending
-        _judge(run, subject, profile, at, trace, seen, deadline, _shown(at, capacity),
+        _judge(run, subject, profile, at, trace, seen, cap, _shown(at, capacity),
                unobserved_first=True)
     if other:
         run.checked["API-ANY-THREAD"] += other
     for requirement, (trace, size) in soft.items():
-        _judge(run, subject, profile, size, trace, Difference(requirement, "soft"), deadline,
+        _judge(run, subject, profile, size, trace, Difference(requirement, "soft"), cap,
                _shown(size, capacity))
     if longs:
         run.counts["long_runs"] = longs
@@ -308,9 +310,8 @@ def _long_seed(seed: int, example: int) -> int:
 
 def _long_example(
     run: EngineRun, subject: Subject, profile: Profile, capacity: int, seed: int,
-    example: int, deadline: float, must: set[str],
-    soft: dict[str, tuple[list[Action], int]], sightings: Sightings, keymap: KeyMap, *,
-    timed: bool,
+    example: int, cap: float | None, must: set[str],
+    soft: dict[str, tuple[list[Action], int]], sightings: Sightings, keymap: KeyMap,
 ) -> tuple[int, tuple[int, list[Action], Difference] | None]:
     """One long run (module text), counted in ``run``; a failure is judged
     at the smallest capacity that shows it (``_smallest_long``). The most
@@ -318,11 +319,9 @@ def _long_example(
     (at most ``capacity``) for the caller to judge later: the ordinary
     examples that come next find such a fault with a shorter witness."""
     size = FAST_LONG_CAPACITY
-    now = monotonic()
-    until = now + (deadline - now) / 2 if timed else None
     runs, driver, kinds, found, peak = _play_long(subject, profile, size,
                                                   _long_seed(seed, example), must, soft,
-                                                  sightings, keymap, until)
+                                                  sightings, keymap, cap)
     run.calls += driver.calls
     sightings.calls += driver.calls
     run.steps += sum(kinds.values()) if found is None else len(_spelled(runs))
@@ -331,7 +330,7 @@ def _long_example(
     if found is not None:
         sightings.saw(found.requirement, driver.calls)
         smaller = _smallest_long(subject, profile, seed, example, found.requirement, must,
-                                 keymap, max(deadline, monotonic() + SHRINK_GRACE))
+                                 keymap, cap)
         if smaller is not None:
             size, runs = smaller
         if size <= capacity:
@@ -343,7 +342,7 @@ def _long_example(
                 f"{len(_spelled(runs)):,} actions is too long to judge in lockstep here (the "
                 "size engine judges faults of that size)")
         else:
-            _judge(run, subject, profile, size, _spelled(runs), found, deadline,
+            _judge(run, subject, profile, size, _spelled(runs), found, cap,
                    _shown(size, capacity), unobserved_first=True)
     return peak, None
 
@@ -359,11 +358,12 @@ Longer ones are notes: the size engine judges faults of that size."""
 def _play_long(
     subject: Subject, profile: Profile, size: int, seed: int, must: set[str],
     soft: dict[str, tuple[list[Action], int]], sightings: Sightings, keymap: KeyMap,
-    until: float | None,
+    cap: float | None,
 ) -> tuple[list[Run], Driver, Counter[str], Difference | None, int]:
     """A long run's example at ``size`` from ``seed``: its runs, driver and
     counts, its first MUST difference (None: it passed) and the most keys
-    it held at once. Stops at ``until`` (a shorter example, not a failure)."""
+    it held at once. Stops at the wall-time ``cap`` (a shorter example, not
+    a failure)."""
     rng = random.Random(seed)
     source = _source(subject, rng, _pool(size), size, requests=True, long=True)
     if isinstance(source, RequestSource):
@@ -382,7 +382,7 @@ def _play_long(
     watch.op = ENGINE
     try:
         swept = 0
-        while done < steps and (until is None or monotonic() < until):
+        while done < steps and not capped(cap):
             watch.since = monotonic()
             done = _play(driver, source.draw, runs, kinds, done, min(steps, done + LONG_CHUNK),
                          must, soft, size, sightings)
@@ -405,17 +405,17 @@ def _play_long(
 
 def _smallest_long(
     subject: Subject, profile: Profile, seed: int, example: int, requirement: str,
-    must: set[str], keymap: KeyMap, until: float,
+    must: set[str], keymap: KeyMap, cap: float | None,
 ) -> tuple[int, list[Run]] | None:
     """The long run of ``example`` played again at each threshold capacity
     below FAST_LONG_CAPACITY, smallest first, until one shows
-    ``requirement`` (its capacity and runs) or ``until``; None: none did
-    (the finding stays at FAST_LONG_CAPACITY)."""
+    ``requirement`` (its capacity and runs); None: none did (the finding
+    stays at FAST_LONG_CAPACITY), or the wall-time ``cap`` came first."""
     for size in (SMALL_CAPACITY, 64, *CAPACITIES):
-        if size >= FAST_LONG_CAPACITY or monotonic() >= until:
+        if size >= FAST_LONG_CAPACITY or capped(cap):
             return None
         runs, _, _, found, _ = _play_long(subject, profile, size, _long_seed(seed, example), must,
-                                          {}, Sightings(monotonic()), keymap, until)
+                                          {}, Sightings(monotonic()), keymap, cap)
         if found is not None and found.requirement == requirement:
             return size, runs
     return None
@@ -519,12 +519,15 @@ def _run_lockstep(
     profile: Profile,
     capacity: int,
     source: ActionSource,
-    deadline: float,
+    cap: float | None,
     steps: int,
-    examples: int | None,
+    examples: int,
 ) -> None:
     soft: dict[str, tuple[Action, ...]] = {}
-    while (run.examples < examples) if examples is not None else (monotonic() < deadline):
+    while run.examples < examples:
+        if capped(cap):
+            run.capped = True
+            break
         harness = Lockstep(subject, profile, capacity, observe=False)
         if isinstance(source, RequestSource):
             source.begin()
@@ -534,7 +537,7 @@ def _run_lockstep(
                     harness.apply(action)
         except ConformanceFailure as failure:
             _judge(run, subject, profile, capacity, list(failure.trace),
-                   Difference(failure.requirement, failure.message), deadline)
+                   Difference(failure.requirement, failure.message), cap)
         except CallTimeout:
             run.add(Finding("API-RETURNS", "a policy call did not return within the time "
                             "limit", tuple(harness.trace), ENGINE))
@@ -548,7 +551,7 @@ def _run_lockstep(
             break
     for requirement, trace in soft.items():
         _judge(run, subject, profile, capacity, list(trace), Difference(requirement, "soft"),
-               deadline)
+               cap)
 
 
 def _next_actions(source: ActionSource, state: State) -> list[Action]:
@@ -562,10 +565,12 @@ def _next_actions(source: ActionSource, state: State) -> list[Action]:
 # -- judging and shrinking --------------------------------------------------------------
 
 SHRINK_TRIES = 1000
-"""Replays the engine shrinks one finding with."""
-SHRINK_GRACE = 1.0
-"""Seconds past the engine's share its shrinking may take (the report's
-minimiser goes on from the result, within the run's budget)."""
+"""Replays the engine shrinks one finding with (the report's minimiser goes
+on from the result)."""
+
+RATE = 1600.0
+"""Examples of EXAMPLE_STEPS actions per work unit (run.budget): calibrated
+in benchmarks/results.txt, budgets."""
 
 
 def _judge(
@@ -575,13 +580,13 @@ def _judge(
     capacity: int,
     trace: list[Action],
     found: Difference,
-    deadline: float,
+    cap: float | None,
     shown: int | None = None,
     *,
     unobserved_first: bool = False,
 ) -> None:
     """Replay ``trace`` in the full harness; report what it finds, shrunk
-    until the engine's ``deadline`` (at least SHRINK_GRACE seconds). A
+    with SHRINK_TRIES replays (until the wall-time ``cap`` at most). A
     SHOULD failure is replayed with only that requirement fatal. ``shown``:
     the capacity the finding says it runs at (None: the run's).
     ``unobserved_first``: replay without get of every key first (a long
@@ -605,8 +610,7 @@ def _judge(
         )
         return
     requirement = failure.requirement
-    until = max(deadline, monotonic() + SHRINK_GRACE)
-    small = _shrink(subject, profile, capacity, failure.trace, requirement, until)
+    small = _shrink(subject, profile, capacity, failure.trace, requirement, cap)
     confirmed = failure_of(subject, profile, capacity, small, fatal=lambda r: r == requirement,
                            observe=not unobserved_first)
     message = confirmed.message if confirmed is not None else failure.message
@@ -615,14 +619,22 @@ def _judge(
 
 def _shrink(
     subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str,
-    until: float,
+    cap: float | None,
 ) -> tuple[Action, ...]:
-    """At most SHRINK_TRIES replays, until ``until``: the report's minimiser
-    goes on from the result."""
+    """At most SHRINK_TRIES replays, until the wall-time ``cap``: the
+    report's minimiser goes on from the result."""
     return bounded_witness(
         trace,
         fails_with(subject, profile, capacity, requirement),
         fails_with(subject, profile, capacity, requirement, observe=False, threads=False),
         SHRINK_TRIES,
-        until,
+        cap,
     )[0]
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    return run_fast(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+                    fixed=ctx.capacity_fixed, cap=ctx.cap)
+
+
+ENGINES = (Engine(ENGINE, run, 0.15, parts=2),)

@@ -28,7 +28,6 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import precondition, rule
 
-from policyspec.engines.result import EngineRun
 from policyspec.engines.sizes import CAPACITIES, FILL_MOST, LENGTHS, sizes_up_to
 from policyspec.engines.stateful import (
     CheckedMachine,
@@ -40,6 +39,8 @@ from policyspec.harness import Lockstep, failure_type
 from policyspec.model.actions import is_legal
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
+from policyspec.run.context import Engine, EngineContext
+from policyspec.run.result import EngineRun
 from policyspec.subject import Subject
 
 __all__ = [
@@ -494,7 +495,7 @@ def manager_machine(
 def run_manager(
     subject: Subject,
     profile: Profile,
-    seconds: float,
+    units: float,
     seed: int,
     capacity: int,
     *,
@@ -503,20 +504,22 @@ def run_manager(
     steps: int = 40,
     database: ExampleDatabase | None = None,
     fixed: bool = False,
+    examples: int | None = None,
+    cap: float | None = None,
 ) -> EngineRun:
-    """The manager engine: run the machine for ``seconds`` (Engine.run
-    signature), each example at a capacity of its own unless ``fixed``."""
+    """The manager engine: RATE examples of the machine per work unit (or
+    ``examples``), until the wall-time ``cap`` at most; each example at a
+    capacity of its own unless ``fixed``."""
     drawn = () if fixed else (capacity, *(c for c in CAPACITIES if c > capacity))
     machine = manager_machine(subject, profile, capacity=capacity, observe=observe, fatal=fatal,
                               drawn=drawn)
     # run_machine only reads the class's ``stats`` and runs it as a state
-    # machine. The manager's own findings are shrunk further after the run
-    # by a replay with its bookkeeping (engines.manager_replay), so Hypothesis's
-    # shrinking gets half the engine's time (at least 1 s).
+    # machine. The manager's own findings are shrunk after the run by a
+    # replay with its bookkeeping (engines.manager_replay).
     run = run_machine(
-        machine, engine="manager", seed=seed, seconds=seconds,
-        steps=steps, chunk=10, shrink_seconds=max(1.0, seconds / 2), keep_cut=True,
-        database=database,
+        machine, engine="manager", seed=seed,
+        examples=examples if examples is not None else max(1, round(units * RATE)),
+        steps=steps, chunk=10, database=database, cap=cap,
     )
     sizes = machine.stats.capacities
     if sizes:
@@ -529,3 +532,16 @@ def run_manager(
         if finding.capacity == capacity:
             finding.capacity = None  # the run's own is not repeated
     return run
+
+
+RATE = 105.0
+"""Examples per work unit (run.budget): calibrated in
+benchmarks/results.txt, budgets."""
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    return run_manager(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+                       database=ctx.database, fixed=ctx.capacity_fixed, cap=ctx.cap)
+
+
+ENGINES = (Engine("manager", run, 0.25, parts=2),)

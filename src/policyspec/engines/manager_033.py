@@ -58,7 +58,6 @@ from typing import Any
 
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.reproduce import fails_with, failure_of
-from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
@@ -67,6 +66,8 @@ from policyspec.model.request import GROUP_STRIDE
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
+from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 from policyspec.vllm.manager import (
     ManagerAssertionError,
@@ -407,7 +408,7 @@ def example_capacity(capacity: int, index: int, fixed: bool) -> int:
 def run_manager_033(
     subject: Subject,
     profile: Profile,
-    seconds: float,
+    units: float,
     seed: int,
     capacity: int,
     *,
@@ -415,9 +416,10 @@ def run_manager_033(
     requests: int = REQUESTS,
     fatal: Callable[[str], bool] | None = None,
     fixed: bool = False,
+    cap: float | None = None,
 ) -> EngineRun:
-    """Play vLLM manager traffic on ``subject`` for about ``seconds`` (or
-    ``examples`` examples when given: tests and benchmarks). Example i has
+    """Play vLLM manager traffic on ``subject``: RATE examples per work unit
+    (or ``examples`` examples), until the wall-time ``cap`` at most. Example i has
     the store threshold on when i is odd, ``requests`` requests (half as
     many for i = 0, 1 mod 4), and the cache size ``example_capacity``
     gives (``fixed``: always ``capacity``). The same
@@ -430,13 +432,16 @@ def run_manager_033(
             "do not drive it, so this engine made no call (the manager engine plays the "
             "seed-era manager)")
         return run
+    run.planned = planned = examples if examples is not None else max(1, round(units * RATE))
     started = monotonic()
-    deadline = started + seconds
     traffic: Counter[str] = Counter()
     soft: dict[str, tuple[int, tuple[Action, ...]]] = {}
     on = off = skipped = 0
     sightings = current_sightings()
-    while (run.examples < examples) if examples is not None else (monotonic() < deadline):
+    while run.examples < planned:
+        if capped(cap):
+            run.capped = True
+            break
         index = run.examples
         threshold = THRESHOLD if index % 2 else 1
         config = example_config(seed, index, requests=requests if index // 2 % 2 else
@@ -455,7 +460,7 @@ def run_manager_033(
         try:
             counts = drive(driven, config, req_context_type=proxy.new_context)
         except ConformanceFailure as failure:
-            _judge(run, subject, profile, size, own, failure, deadline)
+            _judge(run, subject, profile, size, own, failure, cap)
         except Aborted as aborted:
             run.add(Finding(aborted.failure.requirement, aborted.failure.message,
                             aborted.failure.trace, ENGINE, capacity=own))
@@ -463,7 +468,7 @@ def run_manager_033(
             run.add(Finding("API-RETURNS", "a policy call did not return within the time "
                             "limit", tuple(harness.trace), ENGINE, capacity=own))
         except (ManagerAssertionError, ManagerCheckFailed) as exc:
-            _manager_finding(run, subject, profile, size, own, harness, exc, deadline, fatal)
+            _manager_finding(run, subject, profile, size, own, harness, exc, cap, fatal)
         except EmulationMismatch as exc:
             if not harness.soft:
                 run.error = f"{ENGINE}, example {index}: {exc}"
@@ -491,7 +496,7 @@ def run_manager_033(
         replayed = failure_of(subject, profile, size, trace, fatal=_only(requirement))
         if replayed is not None:
             _judge(run, subject, profile, size, None if size == capacity else size, replayed,
-                   deadline)
+                   cap)
     run.counts.update({
         "threshold_off_examples": off,
         "threshold_on_examples": on,
@@ -515,15 +520,18 @@ def run_manager_033(
 SHRINK_TRIES = 1000
 """Replays the engine shrinks one finding with (the report's minimiser
 goes on from the result)."""
-SHRINK_GRACE = 1.0
-"""Seconds past the engine's share its shrinking may take."""
+
+RATE = 80.0
+"""Traffic examples per work unit (run.budget): calibrated in
+benchmarks/results.txt, budgets."""
 
 
 def _judge(
     run: EngineRun, subject: Subject, profile: Profile, capacity: int, own: int | None,
-    failure: ConformanceFailure, deadline: float,
+    failure: ConformanceFailure, cap: float | None,
 ) -> None:
-    """The harness's failure, replayed from its trace and shrunk there. A
+    """The harness's failure, replayed from its trace and shrunk there
+    (SHRINK_TRIES replays, until the wall-time ``cap`` at most). A
     replay that observes presence after every call (the run observed only
     every fourth example) may stop earlier, at another requirement: that
     one is the finding. A failure that does not replay stands as it was
@@ -538,13 +546,12 @@ def _judge(
         return
     failure = replayed
     requirement = failure.requirement
-    until = max(deadline, monotonic() + SHRINK_GRACE)
     observed = fails_with(subject, profile, capacity, requirement)
     small = bounded_witness(
         without_lookups(failure.trace, observed),
         observed,
         fails_with(subject, profile, capacity, requirement, observe=False, threads=False),
-        SHRINK_TRIES, until,
+        SHRINK_TRIES, cap,
     )[0]
     confirmed = failure_of(subject, profile, capacity, small, fatal=_only(requirement))
     message = confirmed.message if confirmed is not None else failure.message
@@ -577,7 +584,7 @@ def manager_requirement(message: str) -> str | None:
 
 def _manager_finding(
     run: EngineRun, subject: Subject, profile: Profile, capacity: int, own: int | None,
-    harness: Lockstep, exc: ManagerAssertionError | ManagerCheckFailed, deadline: float,
+    harness: Lockstep, exc: ManagerAssertionError | ManagerCheckFailed, cap: float | None,
     fatal: Callable[[str], bool] | None,
 ) -> None:
     """The emulation stopped on one of its own checks after a policy answer
@@ -592,7 +599,7 @@ def _manager_finding(
     try:
         replay.run(trace)
     except ConformanceFailure as failure:
-        _judge(run, subject, profile, capacity, own, failure, deadline)
+        _judge(run, subject, profile, capacity, own, failure, cap)
         return
     except (Aborted, CallerContractError):
         pass
@@ -606,3 +613,14 @@ def _manager_finding(
     run.add(Finding(requirement, f"vLLM {release_for(subject.api)}'s manager stops with an "
                     f"AssertionError after the policy's last answer: {exc}", trace, ENGINE,
                     capacity=own))
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    return run_manager_033(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+                           fixed=ctx.capacity_fixed, cap=ctx.cap)
+
+
+# vLLM's manager of the policy's release (its emulation: 0.33.0 for R8 and
+# R9, 0.34.0 for R10) under request traffic, for a policy with the request
+# hooks; it makes no call, with a note, on other revisions.
+ENGINES = (Engine(ENGINE, run, 0.08, needs="hooks"),)

@@ -30,7 +30,6 @@ from typing import Any
 from policyspec.engines.action_source import ActionSource
 from policyspec.engines.minimise import bounded_witness, renamed, renumbering
 from policyspec.engines.render import describe
-from policyspec.engines.result import EngineRun, Finding
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
@@ -41,6 +40,8 @@ from policyspec.model.evict import evict_violation
 from policyspec.model.state import IDLE, State
 from policyspec.model.step import ProfileModel
 from policyspec.profiles import Profile, get_profile
+from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 
 __all__ = ["RELATIONS", "Relation", "Step", "replay", "run_metamorphic"]
@@ -578,24 +579,29 @@ def _generate(
 def run_metamorphic(
     subject: Subject,
     profile: Profile,
-    seconds: float,
+    units: float,
     seed: int,
     capacity: int,
     *,
     lengths: Sequence[int] = (50, 200, 600),
     examples: int | None = None,
+    cap: float | None = None,
 ) -> EngineRun:
-    """The metamorphic engine (Engine.run signature). The relations belong
-    to core, so the profile does not change what runs. ``examples`` caps
-    the number of sequences S (for runs that must not depend on speed)."""
+    """The metamorphic engine: ``units`` of work make RATE sequences S per
+    unit (``examples``: exactly that many). The relations belong to core,
+    so the profile does not change what runs. ``cap``: the wall-time cap."""
     run = EngineRun(engine="metamorphic")
+    run.planned = planned = examples if examples is not None else max(1, round(units * RATE))
     started = time.monotonic()
     keys = KeyMap(subject.make_key)
     judge = _Judge(subject, capacity, keys)
     relations = [r for r in RELATIONS if r.needs is None or subject.has(r.needs)]
     pending = list(relations)
     index = 0
-    while pending:
+    while pending and index < planned:
+        if capped(cap):
+            run.capped = True
+            break
         rng = random.Random(f"metamorphic:{seed}:{index}")
         length = lengths[index % len(lengths)]
         sequence, hung = _generate(subject, capacity, rng, length, run)
@@ -623,8 +629,7 @@ def run_metamorphic(
             difference = judge.difference(relation, sequence, ctx, base)
             if difference is not None:
                 current_sightings().saw(difference.requirement, run.calls + judge.calls)
-                budget = max(2.0, seconds / 2)
-                finding = _minimal(judge, relation, sequence, ctx, difference, budget)
+                finding = _minimal(judge, relation, sequence, ctx, difference, cap)
                 if finding is not None:
                     run.add(finding)
                     pending.remove(relation)
@@ -633,8 +638,7 @@ def run_metamorphic(
             run.notes.append("stopped: a policy call did not return (API-RETURNS)")
             break
         index += 1
-        if (time.monotonic() - started >= seconds or index == examples
-                or current_sightings().stopped()):
+        if current_sightings().stopped():
             break
     run.calls += judge.calls
     run.steps += judge.steps
@@ -645,21 +649,19 @@ def run_metamorphic(
 
 def _minimal(
     judge: _Judge, relation: Relation, sequence: Sequence[Action], ctx: _Context,
-    first: _Difference, seconds: float,
+    first: _Difference, cap: float | None,
 ) -> Finding | None:
     """Shrink S with the shared minimiser (``engines.minimise``: no step and
     no key that can go, a sequence vLLM's manager could make where there is
     one), CLEAR-FRESH's prefix too, then the added calls of the transformed
     sequence (``_thinned``), then rename the keys 0, 1, 2, ...; at most
-    MINIMISE_TRIES replays and ``seconds``; confirm the result twice before
-    reporting it."""
+    MINIMISE_TRIES replays (and the wall-time ``cap``); confirm the result
+    twice before reporting it."""
     rid = first.requirement
     if "did not return" in first.message:  # every replay would wait out the limit
         return Finding(rid, first.message, first.trace, "metamorphic", shrunk=True)
-    deadline = time.monotonic() + seconds
-
     def breaks(candidate: Sequence[Action], context: _Context) -> bool:
-        if time.monotonic() > deadline:
+        if capped(cap):
             return False  # keep the best so far
         found = judge.difference(relation, candidate, context)
         return found is not None and found.requirement == rid
@@ -678,7 +680,7 @@ def _minimal(
             ctx.prefix, lambda p: breaks(best, _Context(ctx.capacity, tuple(p))),
             lambda p: breaks(best, _Context(ctx.capacity, tuple(p))), MINIMISE_TRIES // 3)
         ctx = _Context(ctx.capacity, tuple(prefix))
-    steps = _thinned(judge, relation, best, ctx, rid, deadline)
+    steps = _thinned(judge, relation, best, ctx, rid, cap)
     best, ctx, steps = _renumbered(judge, relation, best, ctx, steps, rid)
     found = [judge.difference(relation, best, ctx, steps=steps) for _ in range(2)]
     if any(f is None or f.requirement != rid for f in found) or found[0] != found[1]:
@@ -690,13 +692,16 @@ def _minimal(
 
 MINIMISE_TRIES = 1500
 """Candidate sequences the engine's minimising of one difference may try
-(a count, so that the same seed gives the same witness on a busy machine;
-``seconds`` is the safety net)."""
+(a count, so that the same seed gives the same witness on any machine)."""
+
+RATE = 25.0
+"""Sequences S per work unit (run.budget): calibrated in
+benchmarks/results.txt, budgets."""
 
 
 def _thinned(
     judge: _Judge, relation: Relation, sequence: Sequence[Action], ctx: _Context, rid: str,
-    deadline: float,
+    cap: float | None,
 ) -> tuple[Step, ...] | None:
     """The relation's transformed sequence for ``sequence`` without the
     added calls and the added protected keys the difference does not need
@@ -713,7 +718,7 @@ def _thinned(
     original = steps
 
     def same(candidate: tuple[Step, ...]) -> bool:
-        if time.monotonic() > deadline:
+        if capped(cap):
             return False
         found = judge.difference(relation, sequence, ctx, base, candidate)
         return found is not None and found.requirement == rid
@@ -772,3 +777,11 @@ def _shortest_prefix(
             return prefix[:size]
         size = max(1, size * 2)
     return prefix
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    return run_metamorphic(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+                           cap=ctx.cap)
+
+
+ENGINES = (Engine("metamorphic", run, 0.2, parts=2),)

@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from policyspec.engines.result import EngineRun, Finding
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile
+from policyspec.run.context import Engine, EngineContext
+from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 
 __all__ = ["run_seed_errors"]
@@ -32,8 +33,9 @@ def _expect_key_error(call: Callable[[], Any]) -> str | None:
 
 
 def run_seed_errors(
-    subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int
+    subject: Subject, profile: Profile, units: float, seed: int, capacity: int
 ) -> EngineRun:
+    """The four cases, whatever the budget."""
     started = time.monotonic()
     run = EngineRun(engine="seed-errors")
     key = subject.make_key
@@ -64,3 +66,10 @@ def run_seed_errors(
     run.steps = run.examples
     run.seconds = time.monotonic() - started
     return run
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    return run_seed_errors(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity)
+
+
+ENGINES = (Engine("seed-errors", run, 0.01, only_for="seed-errors"),)

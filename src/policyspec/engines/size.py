@@ -52,7 +52,6 @@ from policyspec.engines.fast import count_checks
 from policyspec.engines.fast_driver import Difference, Driver
 from policyspec.engines.minimise import coarse, renumbered
 from policyspec.engines.reproduce import failure_of
-from policyspec.engines.result import EngineRun, Finding
 from policyspec.engines.shrink import shrink
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
@@ -63,6 +62,8 @@ from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
+from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 
 __all__ = [
@@ -98,8 +99,6 @@ SHRINK_MOST = 400
 """Longest judged trace the generic shrinker is tried on."""
 COARSE_TRIES = 80
 """Replays ``minimise.coarse`` may spend on a longer one first."""
-COARSE_SECONDS = 3.0
-"""Least time ``coarse`` may take (half the engine's share when that is more)."""
 COARSE_MOST = 2_000
 """Longest judged trace ``coarse`` is tried on: a replay through ``Lockstep``
 grows faster than the trace (the model's state is copied at every step), and
@@ -408,17 +407,20 @@ def _with(scenario: Scenario, *, fill: int | None = None, length: int | None = N
 def run_size(
     subject: Subject,
     profile: Profile,
-    seconds: float,
+    units: float,
     seed: int,
     capacity: int,
     *,
     fixed: bool = False,
     examples: int | None = None,
+    cap: float | None = None,
 ) -> EngineRun:
-    """Check ``subject`` under ``profile`` with scenarios of drawn sizes for
-    about ``seconds`` (or ``examples`` scenarios). ``fixed``: every
-    scenario's policy is built with ``capacity`` (``--capacity``), else
-    each scenario has its own capacity."""
+    """Check ``subject`` under ``profile`` with scenarios of drawn sizes: as
+    many as RATE keys of scenario (``_work``) per work unit pay for, a
+    scenario that would overrun what is left skipped for a smaller one (or
+    ``examples`` scenarios); until the wall-time ``cap`` at most.
+    ``fixed``: every scenario's policy is built with ``capacity``
+    (``--capacity``), else each scenario has its own capacity."""
     started = monotonic()
     player = Player(subject, profile, capacity if fixed else None)
     run = player.checked
@@ -426,18 +428,24 @@ def run_size(
     most = HUGE if player.fast else LOCKSTEP_MOST
     sightings = current_sightings()
     largest = 0
-    deadline = started + seconds
-    rate = 0.0
-    """Most seconds per unit of ``_work`` a scenario took so far."""
-    index = 0
-    while (run.examples < examples) if examples is not None else (monotonic() < deadline):
+    left = round(units * RATE)
+    """Keys of scenario work left (``_work``)."""
+    index = skipped = 0
+    while (run.examples < examples) if examples is not None else left > 0:
+        if capped(cap):
+            run.capped = True
+            break
         scenario = draw_scenario(rng, index, capacity if fixed else None, most)
         index += 1
-        if examples is None and rate * _work(scenario) > deadline - monotonic():
-            continue  # would overrun the budget: a smaller tier comes next
-        began = monotonic()
+        if examples is None:
+            if _work(scenario) > left:  # would overrun the budget: a smaller tier comes next
+                skipped += 1
+                if skipped > SKIPS_MOST:
+                    break  # no tier fits the work left
+                continue
+            skipped = 0
+            left -= _work(scenario)
         outcome = player.play(scenario, count=True)
-        rate = max(rate, (monotonic() - began) / _work(scenario))
         run.calls += outcome.calls
         sightings.calls += outcome.calls
         run.steps += sum(len(actions_of(r)) for r in outcome.runs)
@@ -446,10 +454,11 @@ def run_size(
         found = outcome.difference
         if found is not None:
             sightings.saw(found.requirement, outcome.calls)
-            _judge(run, player, scenario, found, seconds)
+            _judge(run, player, scenario, found, cap)
             break
         if sightings.stopped():
             break
+    run.planned = run.examples + run.capped  # a capped run had one more to play, at least
     run.counts["largest_capacity"] = largest  # run_details says it, once per engine
     run.seconds = monotonic() - started
     return run
@@ -461,11 +470,11 @@ def _work(scenario: Scenario) -> int:
 
 
 def _judge(
-    run: EngineRun, player: Player, scenario: Scenario, found: Difference, seconds: float
+    run: EngineRun, player: Player, scenario: Scenario, found: Difference, cap: float | None
 ) -> None:
     """Shrink ``scenario`` by size, then let the harness judge its trace and
-    cut it down (``minimise.coarse`` within ``COARSE_SECONDS`` or half the
-    engine's share, then the generic shrinker)."""
+    cut it down (``minimise.coarse`` in COARSE_TRIES replays, then the
+    generic shrinker; until the wall-time ``cap`` at most)."""
     small = shrink_scenario(player, scenario, found.requirement)
     outcome = player.play(small)
     capacity = small.capacity(player.fixed)
@@ -494,8 +503,7 @@ def _judge(
         return again is not None and again.requirement == requirement
 
     if SHRINK_MOST < len(final) <= COARSE_MOST:
-        final = coarse(final, fails, COARSE_TRIES,
-                       monotonic() + max(COARSE_SECONDS, seconds / 2), keep=failure.answered)
+        final = coarse(final, fails, COARSE_TRIES, cap, keep=failure.answered)
     if len(final) <= SHRINK_MOST:
         final = shrink(final, fails, max_tries=SHRINK_TRIES)
     if len(final) <= SHRINK_MOST:
@@ -506,3 +514,19 @@ def _judge(
                f"capacity {capacity}: the smallest sizes of this scenario that show it)")
     run.add(Finding(requirement, message, tuple(final), ENGINE, shrunk=True,
                     capacity=capacity))
+
+
+RATE = 1_300_000
+"""Keys of scenario work (``_work``) per work unit (run.budget): calibrated
+in benchmarks/results.txt, budgets."""
+SKIPS_MOST = 4 * len(TIERS)
+"""Draws in a row too large for the work left after which a run stops (every
+tier has come round four times)."""
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    return run_size(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+                    fixed=ctx.capacity_fixed, cap=ctx.cap)
+
+
+ENGINES = (Engine(ENGINE, run, 0.1, parts=2),)

@@ -12,23 +12,22 @@ the report then names the capacity it runs at (``Finding.capacity``).
 
 from __future__ import annotations
 
-import time
-
 from policyspec.engines.fast import run_fast
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.reproduce import fails_with
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile
+from policyspec.run.context import capped
 from policyspec.subject import Subject
 
-__all__ = ["CAPACITIES", "LONG", "SEARCH_SECONDS", "smaller_witness"]
+__all__ = ["CAPACITIES", "LONG", "SEARCH_UNITS", "smaller_witness"]
 
 LONG = 25
 """A witness longer than this is worth a search at a smaller capacity."""
 CAPACITIES = (8, 16, 4)
 """Capacities searched, in turn, until a witness of at most LONG steps."""
-SEARCH_SECONDS = 1.0
-"""The fast engine's time at each capacity (its shrinking adds a second)."""
+SEARCH_UNITS = 1.0
+"""The fast engine's work (run.budget) at each capacity."""
 
 
 def smaller_witness(
@@ -38,19 +37,18 @@ def smaller_witness(
     family: frozenset[str],
     known: int,
     tries: int,
-    deadline: float | None,
+    cap: float | None,
 ) -> tuple[tuple[Action, ...], int, int] | None:
     """The shortest witness of ``family`` found at a capacity below
     ``capacity`` that is shorter than ``known`` steps, with its capacity
-    and the replays its minimising used (at most ``tries``, until
-    ``deadline``); None when there is none or no time."""
+    and the replays its minimising used (at most ``tries``, until the
+    wall-time ``cap``); None when there is none."""
     best: tuple[tuple[Action, ...], int] | None = None
     used = 0
     for small in CAPACITIES:
-        left = None if deadline is None else deadline - time.monotonic()
-        if small >= capacity or (left is not None and left < SEARCH_SECONDS + 0.5):
+        if small >= capacity or capped(cap):
             continue
-        run = run_fast(subject, profile, SEARCH_SECONDS, 0, small)
+        run = run_fast(subject, profile, SEARCH_UNITS, 0, small, cap=cap)
         found = [f for f in run.findings if f.requirement in family]
         if not found:
             continue
@@ -58,7 +56,7 @@ def smaller_witness(
         trace, spent = bounded_witness(
             trace, fails_with(subject, profile, small, family),
             fails_with(subject, profile, small, family, observe=False, threads=False),
-            max(0, tries - used), deadline)
+            max(0, tries - used), cap)
         used += spent
         if len(trace) < min(known, len(best[0]) if best else known):
             best = (trace, small)

@@ -21,12 +21,10 @@ and a large one is replayed at the smallest capacity that still shows it.
 from __future__ import annotations
 
 import gc
-import math
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -34,7 +32,6 @@ from hypothesis import HealthCheck, Phase, Verbosity, note, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from hypothesis.internal.conjecture import engine as conjecture_engine
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     get_state_machine_test,
@@ -45,7 +42,6 @@ from hypothesis.stateful import (
 
 from policyspec.engines.render import describe
 from policyspec.engines.reproduce import failure_of
-from policyspec.engines.result import EngineRun, Finding
 from policyspec.engines.sizes import (
     CAPACITIES,
     FILL_MOST,
@@ -60,6 +56,8 @@ from policyspec.model.actions import Action
 from policyspec.model.request import group_of
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
+from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 
 __all__ = [
@@ -602,50 +600,58 @@ def drawn_capacities(capacity: int, fixed: bool) -> tuple[int, ...]:
 
 
 def run_stateful(
-    subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int, *,
+    subject: Subject, profile: Profile, units: float, seed: int, capacity: int, *,
     database: ExampleDatabase | None = None, fixed: bool = False,
+    examples: int | None = None, cap: float | None = None,
 ) -> EngineRun:
-    """The stateful engine: unless the capacity is fixed, SMALL_SHARE of the
-    time small examples only, then each example at a capacity of its own
-    (``drawn_capacities``, ``CheckedMachine.size``).
+    """The stateful engine: RATE examples per work unit (or ``examples``),
+    until the wall-time ``cap`` at most. Unless the capacity is fixed,
+    SMALL_SHARE of them small examples only, then each example at a
+    capacity of its own (``drawn_capacities``, ``CheckedMachine.size``).
     Findings at another capacity than ``capacity`` say so
     (``Finding.capacity``), so that their witness and repro run there; a
     large one is first tried at the smaller capacities (``_at_smallest``)."""
+    planned = examples if examples is not None else max(1, round(units * RATE))
     drawn = drawn_capacities(capacity, fixed)
-    started = time.monotonic()
-    until = started + seconds + max(MIN_SHRINK_SECONDS, seconds * SHRINK_SHARE)
     first: EngineRun | None = None
-    if drawn:
+    small = round(planned * SMALL_SHARE) if drawn else 0
+    if small:
         # Small examples only first, as this engine ran before sizes were
         # drawn: what shows at 16 or 64 blocks is found there as soon (on a
         # busy machine too) and with a witness of a few steps.
         first = run_machine(
             policy_machine(subject, profile, capacity=capacity, drawn=drawn[:2]),
-            engine="stateful", seed=seed, seconds=seconds * SMALL_SHARE, database=database)
-        if first.error or first.findings:
-            return _counted(first, first, capacity, (), until, subject, profile)
+            engine="stateful", seed=seed, examples=small, database=database, cap=cap)
+        if first.error or first.findings or first.capped:
+            first.planned = planned
+            return _counted(first, first, capacity, (), cap, subject, profile)
     machine = policy_machine(subject, profile, capacity=capacity, drawn=drawn)
-    run = run_machine(machine, engine="stateful", seed=seed,
-                      seconds=seconds - (time.monotonic() - started), database=database)
+    run = run_machine(machine, engine="stateful", seed=seed, examples=planned - small,
+                      database=database, cap=cap)
     if first is not None:
         run.checked.update(first.checked)
         run.calls += first.calls
         run.steps += first.steps
         run.examples += first.examples
         run.seconds += first.seconds
+    run.planned = planned
     if drawn and run.findings and all(_large(f, capacity) for f in run.findings):
-        run = _small_first(subject, profile, seconds, seed, capacity, database, run)
-    return _counted(run, machine, capacity, drawn, until, subject, profile)
+        run = _small_first(subject, profile, planned, seed, capacity, database, run, cap)
+    return _counted(run, machine, capacity, drawn, cap, subject, profile)
 
 
 SMALL_SHARE = 0.4
-"""The share of the stateful engine's time that runs small examples only
-(16 or the run's capacity, as before sizes were drawn)."""
+"""The share of the stateful engine's examples that are small only (16 or
+the run's capacity, as before sizes were drawn)."""
+
+RATE = 62.0
+"""Examples per work unit (run.budget): calibrated in
+benchmarks/results.txt, budgets."""
 
 
 def _counted(
     run: EngineRun, source: EngineRun | type[PolicyMachine], capacity: int,
-    drawn: tuple[int, ...], until: float, subject: Subject, profile: Profile,
+    drawn: tuple[int, ...], cap: float | None, subject: Subject, profile: Profile,
 ) -> EngineRun:
     """``run`` with the capacities its examples drew in its counts and notes,
     and its findings at the smallest capacity that shows them."""
@@ -655,11 +661,11 @@ def _counted(
             run.counts["largest_capacity"] = max(sizes)
             if drawn:  # run_details says it, once per engine
                 run.counts["large_examples"] = sum(
-                    count for cap, count in sizes.items() if cap > capacity)
+                    count for size, count in sizes.items() if size > capacity)
                 run.counts["sized_examples"] = sizes.total()
     for finding in run.findings:
         if finding.capacity is not None and finding.capacity > capacity:
-            _at_smallest(subject, profile, finding, until)
+            _at_smallest(subject, profile, finding, cap)
         if finding.capacity == capacity:
             finding.capacity = None  # the run's own is not repeated
     return run
@@ -670,19 +676,19 @@ def _large(finding: Finding, capacity: int) -> bool:
 
 
 def _small_first(
-    subject: Subject, profile: Profile, seconds: float, seed: int, capacity: int,
-    database: ExampleDatabase | None, found: EngineRun,
+    subject: Subject, profile: Profile, planned: int, seed: int, capacity: int,
+    database: ExampleDatabase | None, found: EngineRun, cap: float | None,
 ) -> EngineRun:
     """``found``, whose findings all come from large examples, or what a run
-    of small examples only finds in half the time again (at least
-    MIN_SHRINK_SECONDS): a fault that also shows at 16 or 64 blocks is
-    reported with a witness of a few steps there (a large example's trace
-    holds hundreds of stores, too long for the blame to look at), while a
-    fault that needs a size is not found and keeps its large witness."""
+    of small examples only finds in SMALL_AGAIN of the examples again: a
+    fault that also shows at 16 or 64 blocks is reported with a witness of
+    a few steps there (a large example's trace holds hundreds of stores,
+    too long for the blame to look at), while a fault that needs a size is
+    not found and keeps its large witness."""
     small = (SMALL_CAPACITY, capacity)
     again = run_machine(policy_machine(subject, profile, capacity=capacity, drawn=small),
                         engine="stateful", seed=seed, database=database,
-                        seconds=max(MIN_SHRINK_SECONDS, seconds * SHRINK_SHARE))
+                        examples=max(1, round(planned * SMALL_AGAIN)), cap=cap)
     if again.error or not again.findings:
         found.notes.append(f"no small example ({again.examples}) shows what the large "
                            "ones found")
@@ -692,20 +698,27 @@ def _small_first(
     again.steps += found.steps
     again.examples += found.examples
     again.seconds += found.seconds
+    again.planned = found.planned
     again.notes[:0] = found.notes
     return again
 
 
-def _at_smallest(subject: Subject, profile: Profile, finding: Finding, until: float) -> None:
+SMALL_AGAIN = 0.5
+"""The share of its examples the engine runs again, small only, when every
+finding came from a large example."""
+
+
+def _at_smallest(subject: Subject, profile: Profile, finding: Finding, cap: float | None) -> None:
     """Move ``finding`` to the smallest capacity that still shows it with
     the same trace: the most keys the trace holds, then the threshold
-    capacities above it (``sizes.smaller_capacities``), until ``until``.
-    Hypothesis shrinks the capacity drawn, but a change there changes every
-    draw after it, so it often stops at a larger capacity than needed."""
+    capacities above it (``sizes.smaller_capacities``), until the wall-time
+    ``cap`` at most. Hypothesis shrinks the capacity drawn, but a change
+    there changes every draw after it, so it often stops at a larger
+    capacity than needed."""
     assert finding.capacity is not None
     wanted = finding.requirement
     for smaller in smaller_capacities(finding.capacity, peak_keys(finding.trace)):
-        if time.monotonic() >= until:
+        if capped(cap):
             return
         again = failure_of(subject, profile, smaller, finding.trace, observe=False,
                            fatal=lambda rid: rid == wanted)
@@ -720,65 +733,64 @@ def run_machine(
     *,
     engine: str,
     seed: int,
-    seconds: float,
+    examples: int,
     steps: int = 60,
     chunk: int = 10,
     database: ExampleDatabase | None = None,
-    shrink_seconds: float | None = None,
-    keep_cut: bool = False,
+    cap: float | None = None,
 ) -> EngineRun:
-    """Run ``machine`` in chunks of examples until ``seconds`` have passed or
-    a failure is found. Chunk i uses seed ``seed * 7919 + i`` and a size from a
-    fixed schedule (small first, so a short budget is not overrun, growing to
-    ``chunk``): the same seed gives the same examples in the same order, and
-    only how many chunks run depends on the clock. Shrinking a failure gets
-    ``shrink_seconds`` more at most (default: SHRINK_SHARE of ``seconds``,
-    at least MIN_SHRINK_SECONDS; ``_shrinking_for``). A trace whose shrinking was
-    probably cut is handed on as not shrunk, for policyspec's minimiser,
-    unless ``keep_cut``. Hypothesis keeps every example of a run until the
-    run ends, so ``chunk`` also sets the peak memory: small chunks keep it
-    flat however long the run (benchmarks/results.txt, memory)."""
+    """Run ``machine`` for ``examples`` examples, in chunks, until a failure
+    is found (or the wall-time ``cap``). Chunk i uses seed ``seed * 7919 +
+    i`` and a size from a fixed schedule (small first, growing to
+    ``chunk``): the same seed gives the same examples in the same order.
+    Hypothesis generates only: it stops at its first failure (no search
+    for more, which it bounds by time) and does not shrink (which it bounds
+    by time too); policyspec's minimiser, which counts its replays, takes
+    every failing trace down (``session``). Hypothesis keeps every example
+    of a run until the run ends, so ``chunk`` also sets the peak memory:
+    small chunks keep it flat however long the run (benchmarks/results.txt,
+    memory)."""
     result = EngineRun(engine=engine)
+    result.planned = examples
     started = time.monotonic()
-    index = 0
-    while True:
+    index = done = 0
+    while done < examples:
+        if capped(cap):
+            result.capped = True
+            break
+        size = min(chunk, 5 << index, examples - done)
         test = get_state_machine_test(
             machine,
             settings=settings(
-                max_examples=min(chunk, 5 << index),
+                max_examples=size,
                 stateful_step_count=steps,
                 deadline=None,
                 database=database,
                 derandomize=False,
                 suppress_health_check=list(HealthCheck),
                 verbosity=Verbosity.quiet,
-                report_multiple_bugs=True,
+                report_multiple_bugs=False,
                 print_blob=False,
-                phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
+                phases=[Phase.explicit, Phase.reuse, Phase.generate],
             ),
         )
         test = hypothesis_seed(seed * 7919 + index)(test)
         index += 1
-        shrink_limit = shrink_seconds or max(MIN_SHRINK_SECONDS, seconds * SHRINK_SHARE)
-        before = time.monotonic()
+        done += size
         try:
-            with _shrinking_for(shrink_limit):
-                test()
+            test()
         except Aborted as aborted:
             _record(result, aborted.failure, engine)
         except ConformanceFailure as failure:
-            _record(result, failure, engine,
-                    shrunk=keep_cut or _fully(before, shrink_limit + seconds))
+            _record(result, failure, engine)
         except BaseExceptionGroup as group:
             failures, rest = group.split(ConformanceFailure)
             if rest is not None:
                 raise
             if failures is not None:
-                shrunk = keep_cut or _fully(before, shrink_limit + seconds)
                 for leaf in _leaves(failures):
-                    _record(result, leaf, engine, shrunk=shrunk)
-        if (result.findings or time.monotonic() - started >= seconds
-                or current_sightings().stopped()):
+                    _record(result, leaf, engine)
+        if result.findings or current_sightings().stopped():
             break
     stats = machine.stats
     for soft in stats.soft:
@@ -789,53 +801,6 @@ def run_machine(
     result.examples = stats.examples
     result.seconds = time.monotonic() - started
     return result
-
-
-MIN_SHRINK_SECONDS = 2.0
-SHRINK_SHARE = 0.5
-"""Hypothesis's shrinking gets half the engine's own time, and at least
-MIN_SHRINK_SECONDS: a safety net for the run's budget (a failing quick run
-under 30 s wall: with the second thread of the request hooks, shrinking
-one failure took 13 s of a 6 s share). A bound in time makes the trace
-depend on the machine's load, so the bound that normally ends shrinking is
-SHRINKS, and a trace cut by time goes on to policyspec's own minimiser,
-which counts replays."""
-
-SHRINKS = 20
-"""Successful shrinks Hypothesis may make of one failure: a count keeps the
-result the same for the same seed; policyspec's own minimiser, which runs
-after it, takes the trace the rest of the way much more cheaply
-(benchmarks/results.txt, detection)."""
-
-
-@contextmanager
-def _shrinking_for(seconds: float) -> Iterator[None]:
-    """Bound Hypothesis's shrinking by SHRINKS successful steps and by
-    ``seconds`` instead of its own five minutes. Each example of this
-    machine asks get of every key after every call, so thousands of shrink
-    attempts took a minute where the quick budget promises 20 s. Both
-    bounds are module constants of Hypothesis's engine (not public API):
-    where they are missing, shrinking is unbounded, as before."""
-    saved = getattr(conjecture_engine, "MAX_SHRINKING_SECONDS", None)
-    saved_count = getattr(conjecture_engine, "MAX_SHRINKS", None)
-    if saved is None or saved_count is None:
-        yield
-        return
-    conjecture_engine.MAX_SHRINKING_SECONDS = math.ceil(seconds)
-    conjecture_engine.MAX_SHRINKS = SHRINKS
-    try:
-        yield
-    finally:
-        conjecture_engine.MAX_SHRINKING_SECONDS = saved
-        conjecture_engine.MAX_SHRINKS = saved_count
-
-
-def _fully(started: float, bound: float) -> bool:
-    """Whether Hypothesis can have finished shrinking: a test call that ran
-    longer than ``bound`` (the shrinking bound plus the time generation may
-    have taken) was probably cut, and its trace goes through policyspec's
-    own (deterministic) minimiser like those of the other engines."""
-    return time.monotonic() - started < bound
 
 
 def _leaves(group: BaseExceptionGroup[ConformanceFailure]) -> list[ConformanceFailure]:
@@ -860,10 +825,18 @@ def stamp_capacity(failure: ConformanceFailure, capacity: int) -> None:
 
 
 def _record(
-    result: EngineRun, failure: ConformanceFailure, engine: str, *, shrunk: bool = False
+    result: EngineRun, failure: ConformanceFailure, engine: str
 ) -> None:
     """A finding of ``failure``, at the capacity its example drew
     (``PolicyMachine._do``; None for the manager's machine)."""
     capacity = vars(failure).get(_CAPACITY)
-    result.add(Finding(failure.requirement, failure.message, failure.trace, engine, shrunk,
+    result.add(Finding(failure.requirement, failure.message, failure.trace, engine,
                        capacity=capacity if isinstance(capacity, int) else None))
+
+
+def run(ctx: EngineContext) -> EngineRun:
+    return run_stateful(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+                        database=ctx.database, fixed=ctx.capacity_fixed, cap=ctx.cap)
+
+
+ENGINES = (Engine("stateful", run, 0.5, parts=2),)

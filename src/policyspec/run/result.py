@@ -48,6 +48,10 @@ class EngineRun:
     reached), as against what its verdict depends on (``notes``)."""
     error: str | None = None
     """Set when the engine itself could not run to the end (not the policy's fault)."""
+    planned: int = 0
+    """The examples (scenarios, sessions, runs) its budget gave it."""
+    capped: bool = False
+    """The wall-time cap (``--time-limit``) stopped it before ``planned``."""
     counts: dict[str, int] = field(default_factory=dict)
     """Engine-specific counts for the report's stats (e.g. the exhaustive
     engine's sequences and distinct model states)."""
