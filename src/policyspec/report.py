@@ -45,6 +45,11 @@ class RequirementStatus:
     status: str
     checks: int = 0
     reason: str = ""
+    applies: bool = True
+    """Whether the run could judge it: False when the policy's API revision
+    lacks the calls it needs, or the run's mode cannot observe it
+    (API-PROCESS-ALIVE without --isolate). A MUST that applies and stays
+    n/a or not tested leaves the verdict ``unjudged`` (policyspec.verdict)."""
 
 
 @dataclass
@@ -111,6 +116,10 @@ class Report:
     spec_version: str = SPEC_VERSION
     """Versions of the tool and spec that made the report (another's when
     the report was read back from a file)."""
+    verdict_reason: str = ""
+    """Why the verdict is what it is, in one line (``policyspec.verdict``):
+    the MUSTs left unjudged, the engine errors beside a failure; empty for
+    a plain pass or fail."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -121,6 +130,7 @@ class Report:
             "profile": self.profile,
             "api": self.api,
             "verdict": self.verdict,
+            **({"verdict_reason": self.verdict_reason} if self.verdict_reason else {}),
             "requirements": [
                 {
                     "id": r.id,
@@ -130,6 +140,7 @@ class Report:
                     "status": r.status,
                     "checks": r.checks,
                     **({"reason": r.reason} if r.reason else {}),
+                    "applies": r.applies,
                 }
                 for r in self.requirements
             ],
@@ -182,6 +193,12 @@ class Report:
         for error in self.errors:
             case = ET.SubElement(suite, "testcase", classname="policyspec", name="run")
             ET.SubElement(case, "error", message=error)
+        if self.verdict == "unjudged":
+            # Not a pass: the MUSTs left unjudged fail the suite, as the exit code does.
+            case = ET.SubElement(suite, "testcase", classname="policyspec", name="verdict")
+            ET.SubElement(case, "failure", message=f"unjudged: {self.verdict_reason}")
+            suite.set("failures", str(failed + 1))
+            suite.set("tests", str(len(self.requirements) + 1))
         return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
     def to_text(self) -> str:
@@ -216,7 +233,8 @@ class Report:
             "",
             f"{s.get('calls', 0)} checked calls, {s.get('steps', 0)} steps, "
             f"{s.get('examples', 0)} examples in {float(s.get('seconds', 0)):.1f}s",
-            f"verdict: {self.verdict.upper()}",
+            f"verdict: {self.verdict.upper()}"
+            + (f" ({self.verdict_reason})" if self.verdict_reason else ""),
         ]
         return "\n".join(lines) + "\n"
 
@@ -234,7 +252,7 @@ def _from_json(data: Any, origin: str) -> Report:
             requirements=[
                 RequirementStatus(str(r["id"]), str(r["level"]), str(r["profile"]),
                                   str(r["title"]), str(r["status"]), int(r["checks"]),
-                                  str(r.get("reason", "")))
+                                  str(r.get("reason", "")), bool(r.get("applies", True)))
                 for r in data["requirements"]
             ],
             failures=[
@@ -260,6 +278,7 @@ def _from_json(data: Any, origin: str) -> Report:
             errors=[str(e) for e in data["errors"]],
             policyspec_version=str(data["policyspec_version"]),
             spec_version=str(data["spec_version"]),
+            verdict_reason=str(data.get("verdict_reason", "")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReportError(f"{origin}: malformed report ({type(exc).__name__}: {exc})") from None

@@ -27,7 +27,7 @@ from policyspec.engines.smaller import LONG, smaller_witness
 from policyspec.exits import UsageError
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import Aborted, CallerContractError
-from policyspec.harness.lockstep import unobservable
+from policyspec.harness.lockstep import unobservable, unseen_in_process
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
 from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
@@ -44,6 +44,7 @@ from policyspec.report import (
 )
 from policyspec.subject import Subject
 from policyspec.trace_record import record_actions
+from policyspec.verdict import decide
 from policyspec.workers import Item, available_cores, forks, plan, run_items
 
 __all__ = [
@@ -287,7 +288,9 @@ def run_check(
     if not enforced and options.call_timeout > 0:
         report.notes.append("the call time limit was not enforced (not on the main thread)")
     if interrupted:
-        report.verdict = "interrupted"
+        decided = decide(report.requirements, report.failures, strict=options.strict,
+                         errors=report.errors, interrupted=True)
+        report.verdict, report.verdict_reason = decided.name, decided.reason
         report.notes.append("interrupted before the end: engines that ran: "
                             + (", ".join(r.engine for r in runs) or "none"))
     return report
@@ -572,6 +575,9 @@ def _report(
     statuses: list[RequirementStatus] = []
     for req in requirements_for(profile.includes):
         missing = [need for need in req.needs if not subject.has(need)]
+        # (The verdict ignores what the revision lacks the calls for, and
+        # API-PROCESS-ALIVE in the checker's own process: policyspec.verdict.)
+        applies = not missing and req.id not in unseen_in_process(subject)
         if req.id in best:
             status, reason = FAIL, ""
         elif missing:
@@ -584,7 +590,7 @@ def _report(
             status, reason = NOT_TESTED, unseen.get(req.id, "no engine exercised it")
         statuses.append(
             RequirementStatus(req.id, req.level, req.profile, req.title, status,
-                              checked[req.id], reason)
+                              checked[req.id], reason, applies)
         )
     failures = []
     marks = subject.has("mark")
@@ -609,13 +615,7 @@ def _report(
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))
-    failing_levels = {f.level for f in failures}
-    if errors:
-        verdict = "error"
-    elif "MUST" in failing_levels or (strict and "SHOULD" in failing_levels):
-        verdict = "fail"
-    else:
-        verdict = "pass"
+    verdict = decide(statuses, failures, strict=strict, errors=errors)
     notes = list(subject.notes)
     for run in runs:
         notes.extend(f"{run.engine}: {n}" for n in run.notes)
@@ -636,11 +636,12 @@ def _report(
     return Report(
         target=subject.name,
         profile=profile.name,
-        verdict=verdict,
+        verdict=verdict.name,
         requirements=statuses,
         failures=failures,
         stats=stats,
         api=subject.api,
         notes=notes,
         errors=errors,
+        verdict_reason=verdict.reason,
     )

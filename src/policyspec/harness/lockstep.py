@@ -36,17 +36,25 @@ from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
-__all__ = ["Lockstep", "unobservable"]
+__all__ = ["Lockstep", "unobservable", "unseen_in_process"]
+
+
+def unseen_in_process(subject: Subject) -> dict[str, str]:
+    """Requirements a run in the checker's own process cannot observe at
+    all, with the reason: the user chose the mode, so the verdict does not
+    count them as unjudged (policyspec.verdict)."""
+    if subject.has("isolated"):
+        return {}
+    return {"API-PROCESS-ALIVE": (
+        "the policy ran in the checker's own process, where a crash would end the "
+        "check; run policyspec check --isolate to cover it"
+    )}
+
 
 def unobservable(subject: Subject) -> dict[str, str]:
     """Requirements no call on ``subject`` can show, with the reason and
     how to cover them: the report gives them as NOT TESTED with that text."""
-    out: dict[str, str] = {}
-    if not subject.has("isolated"):
-        out["API-PROCESS-ALIVE"] = (
-            "the policy ran in the checker's own process, where a crash would end the "
-            "check; run policyspec check --isolate to cover it"
-        )
+    out = unseen_in_process(subject)
     if subject.argument_report is not None and not subject.has("isolated"):
         out["API-ARGS-UNCHANGED"] = (
             "the policy runs in another process that does not report whether it changed "
