@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Collection, Hashable, Iterable
 from typing import Any
 
+from policyspec.harness.shapes import shape_of
 from policyspec.lineproto.child import PROTOCOL, Child, ChildError
 from policyspec.subject import ALL_CAPABILITIES, Subject, offload_key
 
@@ -102,14 +103,16 @@ class RemotePolicy:
         self._ask({"op": "remove", "key": key})
 
     def touch(self, keys: Iterable[Hashable]) -> None:
-        self._ask({"op": "touch", "keys": list(keys)})
+        shape = shape_of(keys)  # (before a generator is read)
+        self._ask({"op": "touch", "keys": list(keys), "shape": shape})
 
     def evict(self, n: int, protected: Collection[Hashable]) -> Any:
         try:
             shown = sorted(protected)  # type: ignore[type-var]
         except TypeError:
             shown = list(protected)
-        result = self._ask({"op": "evict", "n": n, "protected": shown})
+        result = self._ask({"op": "evict", "n": n, "protected": shown,
+                            "shape": shape_of(protected)})
         if not isinstance(result, list):
             return result
         pairs: list[Any] = []
@@ -184,6 +187,11 @@ class ExecTarget:
             self._hello()
         self.generation += 1
         self.blocks = {}
+        # What the child said of the last policy's arguments is that policy's
+        # (a failure may have ended its run before the harness read it): a
+        # report left over would be charged to the new policy's first call,
+        # so the same trace would fail at another step on every replay.
+        self.args_report = None
         answer = self.child.request({"op": "create", "capacity": capacity})
         if not answer["ok"]:
             raise PolicyError(f"create({capacity}) failed: {answer.get('error')}")

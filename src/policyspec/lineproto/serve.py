@@ -20,6 +20,7 @@ import sys
 from collections import deque
 from typing import Any
 
+from policyspec.harness.shapes import KEY_SHAPES, passed
 from policyspec.keymap import KeyMap
 from policyspec.lineproto.child import PROTOCOL
 
@@ -65,6 +66,18 @@ class Server:
                         f"{len(container)} items, was {len(original)})")
         return ""
 
+    def container(self, op: str, request: dict[str, Any], reals: list[Any]) -> Any:
+        """The keys of ``op`` in the shape the runner passed its own policy
+        (``shape``; a list for touch, a set for evict when it says none),
+        kept with a copy when the policy could change it (a list or a set)."""
+        shape = str(request.get("shape", "list" if op == "touch" else "set"))
+        given = passed(shape if shape in KEY_SHAPES else "list", reals)
+        if isinstance(given, list):
+            self.given.append((op, given, list(given)))
+        elif isinstance(given, set):
+            self.given.append((op, given, set(given)))
+        return given
+
     def handle(self, block: object) -> object:
         """The wire handle of a block the policy returned: its id, or a
         negative id when it is not the very object inserted under that id."""
@@ -101,13 +114,12 @@ class Server:
         if op == "get":
             return {"ok": True, "result": self.handle(policy.get(self.key(request["key"])))}
         if op == "touch":
-            keys = [self.key(k) for k in request["keys"]]
-            self.given.append(("touch", keys, list(keys)))
+            keys = self.container("touch", request, [self.key(k) for k in request["keys"]])
             policy.touch(keys)
             return {"ok": True}
         if op == "evict":
-            protected = {self.key(k) for k in request["protected"]}
-            self.given.append(("evict", protected, set(protected)))
+            protected = self.container("evict", request,
+                                       [self.key(k) for k in request["protected"]])
             return {"ok": True, "result": self.pairs(policy.evict(int(request["n"]), protected))}
         if op in ("remove", "mark_evictable", "mark_non_evictable"):
             getattr(policy, op)(self.key(request["key"]))
