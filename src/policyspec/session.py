@@ -2,7 +2,8 @@
 pytest plugin and ``ConformanceSuite`` all end in ``run_check`` (through
 ``check_target`` when they start from a target), so they give the same
 verdict. It owns what lasts for the whole run: the vLLM stand-ins (a policy
-may import ``vllm`` inside a method), the call watchdog, isolation, the
+may import ``vllm`` inside a method), the policy's virtual clock and random
+seed (``policyspec.environment``), the call watchdog, isolation, the
 Hypothesis database and the budget's shares; engines get all of it in one
 ``EngineContext``.
 """
@@ -24,6 +25,7 @@ from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
 from policyspec.engines.smaller import LONG, smaller_witness
+from policyspec.environment import controlled
 from policyspec.exits import UsageError
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import Aborted, CallerContractError
@@ -256,7 +258,7 @@ def run_check(
 
     sightings = Sightings(started)
     done: list[EngineRun] = []
-    with standins, in_run(sightings):
+    with standins, in_run(sightings), controlled(options.seed):
         # Workers fork before this process starts its watchdog thread.
         forked = forks(jobs, items)
         with contextlib.nullcontext() if forked else Watchdog(options.call_timeout) as clock:
@@ -604,7 +606,7 @@ def _report(
                 message=finding.message,
                 trace=[describe(a, marks) for a in finding.trace],
                 repro=repro(subject.name, finding.capacity or capacity, finding.trace,
-                            f"{rid}: {finding.message}", marks),
+                            f"{rid}: {finding.message}", marks, seed=seed),
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
                                        finding.trace, rid, replay=minimise),

@@ -25,6 +25,7 @@ from time import monotonic, process_time_ns
 from typing import Any
 
 from policyspec.engines.result import EngineRun, Finding
+from policyspec.environment import active
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.subject import Block, Subject, offload_key
@@ -358,7 +359,13 @@ def _evict(n: int, calls: int) -> Callable[[_Filled, CostSettings], tuple[int, i
 
 
 def measure(subject: Subject, settings: CostSettings = CostSettings()) -> list[Measurement]:
-    """Every measurement of spec/cost.md on ``subject``."""
+    """Every measurement of spec/cost.md on ``subject`` (the policies with
+    one clock and random stream, policyspec.environment)."""
+    with active(subject.environment()):
+        return _measure(subject, settings)
+
+
+def _measure(subject: Subject, settings: CostSettings) -> list[Measurement]:
     made: list[Hashable] = []
     counting = subject.make_block is Block and subject.make_key is offload_key
     make_key = subject.make_key

@@ -51,6 +51,7 @@ from functools import partial
 from time import monotonic
 
 from policyspec.engines.action_source import ActionSource, Run, actions_of
+from policyspec.engines.clock_steps import with_clock_steps
 from policyspec.engines.fast_driver import Difference, Driver
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.oracle import FastOracle
@@ -219,15 +220,16 @@ def _run_driver(
                 break
             continue
         size, source = turns[run.examples % len(turns)]
-        draw = source.draw
         if isinstance(source, RequestSource):
             source.begin()
         driver = Driver(subject, size, keys, model_of, profile.refinement)
+        draw = with_clock_steps(source.draw, driver.environment, source.rng)
         oracle = driver.oracle
         runs: list[Run] = []
         trace: list[Action] | None = None
         done = chunks = 0
         watch.op = ENGINE
+        outer = driver.environment.enter()
         try:
             while done < steps:
                 # The watchdog's clock restarts every chunk, not every call:
@@ -267,6 +269,7 @@ def _run_driver(
                    _shown(size, capacity))
         finally:
             watch.op = None
+            driver.environment.leave(outer)
         run.calls += driver.calls
         sightings.calls += driver.calls
         # A failing run's actions were not counted: the trace has them all.
@@ -376,12 +379,14 @@ def _play_long(
     every = max(SWEEP_EVERY, min(size, LONG_SWEEP))
     done = peak = 0
     found: Difference | None = None
+    draw = with_clock_steps(source.draw, driver.environment, rng)
     watch.op = ENGINE
+    outer = driver.environment.enter()
     try:
         swept = 0
         while done < steps and (until is None or monotonic() < until):
             watch.since = monotonic()
-            done = _play(driver, source.draw, runs, kinds, done, min(steps, done + LONG_CHUNK),
+            done = _play(driver, draw, runs, kinds, done, min(steps, done + LONG_CHUNK),
                          must, soft, size, sightings)
             peak = max(peak, len(driver.oracle.refs))
             if done - swept >= every:
@@ -397,6 +402,7 @@ def _play_long(
                            f"{keymap.text(str(exc))}")
     finally:
         watch.op = None
+        driver.environment.leave(outer)
     return runs, driver, kinds, found, max(peak, len(driver.oracle.refs))
 
 
@@ -484,6 +490,7 @@ _BY_KIND = {
     "clear": ("API-NO-RAISE", "CLEAR-EMPTIES"),
     "request": (),
     "on_request_finished": (),
+    "clock": (),
 }
 """What each kind's handler observes for every action (the calls return,
 and ``get`` of the keys it named answers as the oracle says); what an
@@ -523,9 +530,10 @@ def _run_lockstep(
     soft: dict[str, tuple[Action, ...]] = {}
     while (run.examples < examples) if examples is not None else (monotonic() < deadline):
         harness = Lockstep(subject, profile, capacity, observe=False)
+        draw = with_clock_steps(source.next, harness.environment, source.rng)
         try:
             for _ in range(steps):
-                harness.apply(source.next(harness.state))
+                harness.apply(draw(harness.state))
         except ConformanceFailure as failure:
             _judge(run, subject, profile, capacity, list(failure.trace),
                    Difference(failure.requirement, failure.message), deadline)

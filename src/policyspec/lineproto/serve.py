@@ -7,7 +7,9 @@ server in a child process, under a memory limit: a policy that calls
 the checker, which reports API-PROCESS-ALIVE. The server loads TARGET with
 the same adapters as an in-process check (stand-ins, API revisions), makes
 real blocks with the subject's own block type, and answers one JSON line
-per request (spec/protocol.md).
+per request (spec/protocol.md). Its policy reads a virtual clock and gets a
+random stream seeded from ``create`` (policyspec.environment), stepped by
+``clock`` requests, as a policy in the checker's process does.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 from collections import deque
 from typing import Any
 
+from policyspec.environment import LocalEnvironment, active, controlled
 from policyspec.harness.shapes import KEY_SHAPES, passed
 from policyspec.keymap import KeyMap
 from policyspec.lineproto.child import PROTOCOL
@@ -38,6 +41,8 @@ class Server:
         self.blocks: dict[int, Any] = {}
         self.keys = KeyMap(self.subject.make_key)
         self.key = self.keys.real
+        self.environment = LocalEnvironment()
+        """The current policy's clock and random stream (policyspec.environment)."""
         self.given: deque[tuple[str, Any, Any]] = deque(maxlen=16)
         """The last argument containers handed to the policy, each with a
         copy taken before its call: the runner's own copies never reach the
@@ -48,11 +53,20 @@ class Server:
         return repr(real) if k is None else k
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        """``_answer``, plus ``args``: after every policy call, whether the
-        policy changed any container it was given (spec/protocol.md)."""
-        reply = self._answer(request)
-        if request.get("op") not in ("hello", "create", "set_ref") and self.given:
+        """``_answer`` (a policy call with its environment in place), plus
+        after every policy call ``clock`` once the policy read its clock, and
+        ``args``: whether the policy changed any container it was given
+        (spec/protocol.md)."""
+        op = request.get("op")
+        if op in ("hello", "create", "set_ref", "clock"):
+            return self._answer(request)
+        with active(self.environment):
+            reply = self._answer(request)
+        if self.given:
             reply["args"] = self._changed()
+        if self.environment.read_clock:
+            reply["clock"] = {"read": True,
+                              "wall_after_back": self.environment.read_wall_after_back}
         return reply
 
     def _changed(self) -> str:
@@ -95,11 +109,17 @@ class Server:
         op = request.get("op")
         if op == "hello":
             return {"ok": True, "protocol": PROTOCOL, "name": self.subject.name,
-                    "capabilities": sorted(self.subject.capabilities & {"clear", "mark"})}
+                    "capabilities": [*sorted(self.subject.capabilities & {"clear", "mark"}),
+                                     "clock"]}
         if op == "create":
             self.blocks = {}
             self.given.clear()
-            self.policy = self.subject.build(int(request["capacity"]))
+            self.environment = LocalEnvironment(int(request.get("seed", 0)))
+            with active(self.environment):
+                self.policy = self.subject.build(int(request["capacity"]))
+            return {"ok": True}
+        if op == "clock":
+            self.environment.step(int(request["ms"]))
             return {"ok": True}
         if op == "set_ref":
             self.blocks[int(request["id"])].ref_cnt = int(request["ref_cnt"])
@@ -157,6 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         limit = args.memory_limit * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     server = Server(args.target, api=args.api, stand_in=not args.no_stand_in)
+    with controlled():
+        return _serve(server)
+
+
+def _serve(server: Server) -> int:
+    """Answer each request line until stdin ends."""
     out = sys.stdout
     for line in sys.stdin:
         try:
