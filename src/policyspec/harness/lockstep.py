@@ -215,6 +215,8 @@ class Lockstep:
         steady = [a for a in self.trace if not (a[0] == "clock" and a[1] < 0)]
         replay = Lockstep(self.subject, self.profile, self.capacity, observe=self.observe,
                           fatal=requirement.__eq__, threads=self.threads)
+        # A child process hosts one policy: the replay's replaced this one.
+        self.muted = self.isolated
         try:
             replay.run(steady)
         except ConformanceFailure as failure:
@@ -226,7 +228,7 @@ class Lockstep:
             if any(f.requirement == requirement for f in replay.soft):
                 return requirement, message
         back = next(i for i, a in enumerate(self.trace, 1) if a[0] == "clock" and a[1] < 0)
-        self.muted = not self.fatal(STEP_BACK)
+        self.muted = self.isolated or not self.fatal(STEP_BACK)
         return STEP_BACK, (
             f"after the wall clock stepped back at step {back}: {message} ({requirement}); "
             "the same calls with a wall clock that never steps back do not break it")

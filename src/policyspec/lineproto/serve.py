@@ -61,7 +61,12 @@ class Server:
         if op in ("hello", "create", "set_ref", "clock"):
             return self._answer(request)
         with active(self.environment):
-            reply = self._answer(request)
+            try:
+                reply = self._answer(request)
+            except MemoryError:
+                raise
+            except (Exception, SystemExit) as exc:  # the policy's fault, with what it read
+                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         if self.given:
             reply["args"] = self._changed()
         if self.environment.read_clock:
