@@ -166,10 +166,17 @@ class Lockstep:
             raise CallerContractError(f"illegal action {action!r} in state {self.state!r}")
         self.trace.append(action)
         self._actions += 1
-        if self.threads and self._actions % 2 == 0:
-            self.checked["API-ANY-THREAD"] += 1
-            return self._on_worker(action)
-        return self._expanded(action)
+        # The policy's clock and random stream for every call the action
+        # makes (its calls, then get of every key seen: once, not per call).
+        environment = self.environment
+        outer = environment.enter()
+        try:
+            if self.threads and self._actions % 2 == 0:
+                self.checked["API-ANY-THREAD"] += 1
+                return self._on_worker(action)
+            return self._expanded(action)
+        finally:
+            environment.leave(outer)
 
     def _expanded(self, action: Action) -> object:
         result: object = None
@@ -255,8 +262,6 @@ class Lockstep:
         if self.isolated:
             self.checked["API-PROCESS-ALIVE"] += 1
         watch = _watch
-        environment = self.environment
-        outer = environment.enter()
         watch.begin(op)
         try:
             return method(*args)
@@ -288,7 +293,6 @@ class Lockstep:
             raise _Stop from exc
         finally:
             watch.op = None
-            environment.leave(outer)
 
     def _exception_text(self, exc: BaseException) -> str:
         """The exception's text, a real key in it shown as the trace's key
