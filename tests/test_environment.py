@@ -8,6 +8,7 @@ step back of the wall clock makes is API-CLOCK-STEP-BACK (a SHOULD)."""
 from __future__ import annotations
 
 import datetime
+import json
 import random
 import sys
 import time
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+import jsonschema
 import pytest
 
 from policyspec.engines.render import describe, repro
@@ -28,9 +30,11 @@ from policyspec.environment import (
     controlled,
 )
 from policyspec.harness import Lockstep
+from policyspec.html.run_page import render_run_page
 from policyspec.profiles import get_profile
 from policyspec.reference.lru import LRUCachePolicy
-from policyspec.report import NA, NOT_TESTED, Report
+from policyspec.registry import spec_dir
+from policyspec.report import NA, NOT_TESTED, Report, dumps
 from policyspec.session import CheckOptions, check_target
 from policyspec.subject import subject_from_class
 from policyspec.verdict import unjudged_musts
@@ -202,6 +206,11 @@ def test_a_ttl_policy_that_raises_when_the_clock_steps_back_is_the_should() -> N
     assert "clock went backwards" in failure.message and "(API-NO-RAISE)" in failure.message
     assert any("steps back" in step for step in failure.trace)
     assert report.verdict != "fail"
+    # The clock step as data: in the schema, and drawn in the page's timeline.
+    document = json.loads(dumps(report))
+    jsonschema.validate(document, json.loads((spec_dir() / "report.schema.json").read_text()))
+    assert any(a["op"] == "clock" and a["ms"] < 0 for a in document["failures"][0]["actions"])
+    assert "steps back" in render_run_page(report)
     assert _check(TTL, ("fast",), strict=True).verdict == "fail"
 
 
