@@ -341,9 +341,11 @@ _installed: list[tuple[Any, str, object]] = []
 _depth = 0
 
 
-def _replacements() -> dict[int, object]:
-    table: dict[int, object] = {id(_REAL_TIME[name]): fn for name, fn in _VIRTUAL_TIME.items()}
-    table[id(_RealDatetime)] = VirtualDatetime
+def _replacements() -> dict[int, tuple[object, object]]:
+    """id of a real clock function or class -> (it, its replacement)."""
+    table: dict[int, tuple[object, object]] = {
+        id(_REAL_TIME[name]): (_REAL_TIME[name], fn) for name, fn in _VIRTUAL_TIME.items()}
+    table[id(_RealDatetime)] = (_RealDatetime, VirtualDatetime)
     return table
 
 
@@ -367,11 +369,10 @@ def _install() -> None:
         except TypeError:
             continue
         for name, value in names:
-            replacement = table.get(id(value))
-            if replacement is not None and (value is _RealDatetime
-                                            or value in _REAL_TIME.values()):
+            found = table.get(id(value))
+            if found is not None and found[0] is value:
                 _installed.append((module, name, value))
-                setattr(module, name, replacement)
+                setattr(module, name, found[1])
 
 
 def _uninstall() -> None:
