@@ -21,6 +21,11 @@ LRU = "policyspec.reference:LRUCachePolicy"
 ARC = "policyspec.reference:ARCCachePolicy"
 
 
+UNJUDGED = 3
+"""``check``'s exit code for a run without failure: the exhaustive engine
+alone leaves the MUSTs other engines exercise unjudged (policyspec.verdict)."""
+
+
 def check(target: str, out: Path, *extra: str, profile: str = "core", depth: int = 3,
           keys: int = 3) -> int:
     """``policyspec check`` with the exhaustive engine, writing

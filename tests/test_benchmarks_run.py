@@ -29,3 +29,13 @@ def _needs_a_capability(name: str) -> bool:
 def test_memory_measures_every_default_engine() -> None:
     uses = measure_memory(0.05, 5)
     assert len(uses) >= 4 and all(u.short[0] > 0 and u.long[0] > 0 for u in uses)
+
+
+def test_the_environment_benchmark_measures_its_three_figures() -> None:
+    from benchmarks.environment import clock_reads, fast_overhead, lockstep_overhead
+
+    timed, base, calls = fast_overhead(examples=2, repeats=1)
+    assert timed > 0 and base > 0 and calls > 0
+    timed, base, calls = lockstep_overhead(repeats=1)
+    assert timed > 0 and base > 0 and calls > 0
+    assert all(ns > 0 for ns in clock_reads(reads=100, repeats=1))

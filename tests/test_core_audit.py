@@ -134,7 +134,8 @@ def test_the_arc_profile_fails_an_order_effect_core_only_discourages(
     assert musts(report) & expected, report.failures
     core = run_check(subject_for_class(policy), get_profile("core"), budget=3.0, seed=SEED,
                      engines=["fast"], capacity=8)
-    assert core.verdict == "pass", core.failures
+    # (no failure; the fast engine alone leaves other engines' MUSTs unjudged)
+    assert core.verdict != "fail" and not core.failures and not core.errors, core.failures
 
 
 def test_corpus_files_of_relaxed_relations_keep_their_ids() -> None:

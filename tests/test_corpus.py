@@ -33,8 +33,9 @@ Precision: the expected id must be reported, and no other MUST id may be
 unless the header lists it under ``also``. (``report.failures`` is sorted
 by level and id, so "the first failure" would mean "alphabetically first",
 not "found first"; "present and alone" is the stricter test.) A SHOULD id
-(EVICT-LIVENESS) must be reported, leave the verdict at pass, and fail the
-run with strict. Where the suite is known to report another id than the
+(EVICT-LIVENESS) must be reported, leave the verdict at pass (or unjudged,
+when the engines named leave MUSTs to others: policyspec.verdict), and
+fail the run with strict. Where the suite is known to report another id than the
 spec's, SUITE_GAPS says which, and the test is a strict xfail: it turns red
 the day the suite reports the spec's id (then delete the entry) or anything
 else.
@@ -253,7 +254,8 @@ def test_faulty_policy_is_caught_under_its_requirement(header: Header) -> None:
             f"{header.path.name}: expected {header.requirement} alone, got:\n{shown(report)}"
         )
     else:  # a SHOULD: reported, but only strict fails the run
-        assert report.verdict == "pass", shown(report)
+        # (pass, or unjudged when the header's engines leave MUSTs to others)
+        assert report.verdict in ("pass", "unjudged"), shown(report)
         assert not musts, shown(report)
         strict = check(header, header.profile, budget=budget, strict=True,
                        engines=header.engines)

@@ -256,4 +256,5 @@ def test_every_call_of_the_measurements_meets_the_caller_contract() -> None:
 def test_the_slow_policies_are_otherwise_correct(name: str, profile: str) -> None:
     report = run_check(faulty(name), get_profile(profile), budget=2.0, engines=["fast"],
                        capacity=8 if profile == "arc" else 64)
-    assert report.verdict == "pass", [f.requirement for f in report.failures]
+    # (no failure; the fast engine alone leaves other engines' MUSTs unjudged)
+    assert not report.failures and not report.errors, [f.requirement for f in report.failures]

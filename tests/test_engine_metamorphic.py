@@ -178,10 +178,20 @@ class TouchLeavesOrphans(LRUCachePolicy[Any, Any]):
 
 
 class GlobalRandom(SeededRandom):
-    """Draws from the process-wide generator: not deterministic."""
+    """Draws from the process-wide generator, which every check seeds per
+    policy instance (policyspec.environment): deterministic under a check."""
 
     def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
         self.rng = random  # type: ignore[assignment]
+        return super().evict(n, protected)
+
+
+class EntropyRandom(SeededRandom):
+    """Draws from the operating system's entropy, which no seed controls:
+    not deterministic."""
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        self.rng = random.SystemRandom()
         return super().evict(n, protected)
 
 
@@ -258,10 +268,19 @@ def test_a_should_relation_reports_the_must_a_difference_breaks() -> None:
 
 
 def test_non_deterministic_policy_gets_not_applicable_not_a_failure() -> None:
-    result = run(GlobalRandom, 3)
+    result = run(EntropyRandom, 3)
     assert result.findings == []
     assert set(result.not_applicable) == RELATION_IDS
     assert "deterministic" in next(iter(result.not_applicable.values()))
+
+
+def test_a_policy_drawing_from_the_global_generator_is_judged() -> None:
+    """Issue 28: ``random``'s global generator is seeded per policy
+    instance, so the relations apply to a policy that draws from it."""
+    result = run(GlobalRandom, 3)
+    assert result.not_applicable == {}
+    assert all(result.checked[rid] > 0 for rid in RELATION_IDS - {"CLEAR-FRESH"})
+    assert {f.requirement for f in result.findings} <= {"CLEAR-FRESH"}
 
 
 def test_clear_fresh_is_skipped_without_clear() -> None:

@@ -42,7 +42,8 @@ def test_the_registry_makes_the_profile_from_the_module() -> None:
 def test_a_fifo_policy_conforms_to_the_fifo_profile() -> None:
     report = check_target(f"{ROOT / 'tests' / 'correct' / 'fifo.py'}:Policy", "fifo",
                           CheckOptions(budget=2.0, seed=2, engines=("stateful", "fast")))
-    assert report.verdict == "pass", report.to_text()
+    # (no failure; the MUSTs only other engines exercise leave it unjudged)
+    assert report.verdict != "fail" and not report.errors, report.to_text()
     fifo_rows = [r for r in report.requirements if r.profile == "fifo"]
     assert fifo_rows and all(r.status == "pass" and r.checks > 0 for r in fifo_rows)
 

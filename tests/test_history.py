@@ -72,6 +72,8 @@ HISTORY_GAPS: dict[str, str] = {
                                   "naming the lost key is its insert, not the remove",
     "v11_misses_load_end": "MARK-EVICTABLE-ELIGIBLE is read as LRU-EVICT-ORDER (likely "
                            "LRU-MARK-RECENCY)",
+    "ttl_raises_on_clock_step_back": "a recording reads the real clock, which does not step "
+                                     "back while it records (a check steps its virtual one)",
 }
 
 REGISTRY = load_registry()

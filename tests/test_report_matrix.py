@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from report_pages import ARC, IN_FLIGHT_VICTIM, LRU, NEWEST_FIRST, Page, check
+from report_pages import ARC, IN_FLIGHT_VICTIM, LRU, NEWEST_FIRST, UNJUDGED, Page, check
 
 from policyspec.cli import main
 from policyspec.matrix import changes, diff_pairs, label_runs, matrix_rows
@@ -36,8 +36,8 @@ class Policy(LRUCachePolicy):
 @pytest.fixture(scope="module")
 def four(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     out = tmp_path_factory.mktemp("four")
-    assert check(LRU, out / "lru", profile="lru") == 0
-    assert check(ARC, out / "arc", "--capacity", "3", profile="arc") == 0
+    assert check(LRU, out / "lru", profile="lru") == UNJUDGED
+    assert check(ARC, out / "arc", "--capacity", "3", profile="arc") == UNJUDGED
     assert check(IN_FLIGHT_VICTIM, out / "v09", profile="lru") == 1
     assert check(NEWEST_FIRST, out / "g09", profile="lru") == 1
     return [out / f"{n}.json" for n in ("lru", "arc", "v09", "g09")]
@@ -49,7 +49,7 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     out = tmp_path_factory.mktemp("releases")
     policy = out / "policy.py"
     policy.write_text(CORRECT)
-    assert check(f"{policy}:Policy", out / "before", profile="lru") == 0
+    assert check(f"{policy}:Policy", out / "before", profile="lru") == UNJUDGED
     policy.write_text(NEWEST_FIRST_FAULT)
     os.utime(policy, (1, 1))  # a new source, whatever the bytecode cache holds
     assert check(f"{policy}:Policy", out / "after", profile="lru") == 1

@@ -34,7 +34,7 @@ def test_tolerant_policy_is_reported_and_fails_only_with_strict() -> None:
     lenient = run_check(subject, get_profile("seed-errors"), engines=["seed-errors"], budget=1.0)
     failed = {f.requirement for f in lenient.failures}
     assert failed & {"SEED-ERR-MARK-NON-EVICTABLE", "SEED-ERR-REMOVE-ABSENT"}
-    assert lenient.verdict == "pass"
+    assert lenient.verdict == "unjudged"  # SHOULDs only; core's MUSTs left to other engines
     strict = run_check(subject, get_profile("seed-errors"), engines=["seed-errors"], budget=1.0,
                        strict=True)
     assert strict.verdict == "fail"

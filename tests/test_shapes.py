@@ -81,7 +81,8 @@ def test_a_policy_that_needs_one_shape_fails_with_the_operations_id(
 def test_the_reference_lru_accepts_every_shape() -> None:
     report = run_check(subject_for_class(LRUCachePolicy), get_profile("lru"), budget=2.0,
                        seed=3, engines=["fast", "stateful"])
-    assert report.verdict == "pass", [f.message for f in report.failures]
+    # (No failure; MUSTs only other engines judge leave the verdict unjudged.)
+    assert not report.failures and not report.errors, [f.message for f in report.failures]
 
 
 def test_a_hook_that_needs_a_list_fails_hook_total() -> None:

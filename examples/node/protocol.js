@@ -6,6 +6,9 @@
 // markNonEvictable). Blocks are plain objects {id, ref_cnt}; this module
 // keeps exactly one object per block id, so the policy hands back the very
 // object it was given, and applies the manager's ref_cnt writes to it.
+// It also keeps the last 16 key containers it handed the policy, each with
+// a copy, and says in every answer ("args") whether the policy changed one
+// (API-ARGS-UNCHANGED), as spec/protocol.md describes.
 "use strict";
 
 const readline = require("readline");
@@ -20,15 +23,44 @@ function wire(block) {
   return block;
 }
 
+function same(container, copy) {
+  if (container instanceof Set) {
+    return container.size === copy.size && [...copy].every((k) => container.has(k));
+  }
+  return container.length === copy.length && copy.every((k, i) => container[i] === k);
+}
+
 function serve(makePolicy, name) {
   let policy = null;
   let handles = new Map();
+  let given = []; // [op, container, copy], the last 16 handed to the policy
+
+  function keep(op, container) {
+    given.push([op, container, container instanceof Set ? new Set(container) : [...container]]);
+    if (given.length > 16) given.shift();
+    return container;
+  }
+
+  function changed() {
+    // "" when every kept container equals its copy, else what changed (once).
+    for (const [op, container, copy] of given) {
+      if (!same(container, copy)) {
+        given = [];
+        const what = op === "touch" ? "keys list" : "protected set";
+        const size = (c) => (c instanceof Set ? c.size : c.length);
+        return `the ${what} given to ${op} was changed by the policy (now ` +
+          `${size(container)} items, was ${size(copy)})`;
+      }
+    }
+    return "";
+  }
 
   const ops = {
     hello: () => ({ protocol: PROTOCOL, name, capabilities: ["clear", "mark"] }),
     create: (m) => {
       policy = makePolicy(m.capacity);
       handles = new Map();
+      given = [];
       return undefined;
     },
     set_ref: (m) => {
@@ -45,9 +77,9 @@ function serve(makePolicy, name) {
     },
     get: (m) => wire(policy.get(m.key)),
     remove: (m) => policy.remove(m.key),
-    touch: (m) => policy.touch(m.keys),
+    touch: (m) => policy.touch(keep("touch", m.keys)),
     evict: (m) => {
-      const result = policy.evict(m.n, new Set(m.protected));
+      const result = policy.evict(m.n, keep("evict", new Set(m.protected)));
       if (result === null || result === undefined) return null;
       return result.map(([key, block]) => [key, wire(block)]);
     },
@@ -59,8 +91,10 @@ function serve(makePolicy, name) {
   const lines = readline.createInterface({ input: process.stdin, terminal: false });
   lines.on("line", (line) => {
     let answer;
+    let asked;
     try {
       const message = JSON.parse(line);
+      asked = message.op;
       const op = ops[message.op];
       if (op === undefined) throw new Error(`unknown op ${JSON.stringify(message.op)}`);
       if (policy === null && !["hello", "create"].includes(message.op)) {
@@ -70,6 +104,9 @@ function serve(makePolicy, name) {
       answer = message.op === "hello" ? { ok: true, ...result } : { ok: true, result: result ?? null };
     } catch (err) {
       answer = { ok: false, error: `${err.name}: ${err.message}` };
+    }
+    if (!["hello", "create", "set_ref"].includes(asked) && given.length > 0) {
+      answer.args = changed();
     }
     process.stdout.write(JSON.stringify(answer) + "\n");
   });

@@ -15,6 +15,7 @@ from pathlib import Path
 from policyspec.changelog import Change, history
 from policyspec.registry import load_registry
 from policyspec.report import FAIL, PASS, XFAIL, Report
+from policyspec.verdict import INTERRUPTED, decide
 
 __all__ = ["KnownFailing", "apply_known_failing", "read_known_failing"]
 
@@ -83,11 +84,11 @@ def apply_known_failing(report: Report, entries: list[KnownFailing], warnings: l
             )
     report.failures = [f for f in report.failures if f.requirement not in listed]
     report.notes.extend(stale)
-    if report.verdict in ("error", "interrupted"):
-        return
     failing = {s.id for s in report.requirements if s.status == FAIL}
-    levels = {f.level for f in report.failures if f.requirement in failing}
-    strict_fail = report.stats.get("strict") and "SHOULD" in levels
-    report.verdict = "fail" if stale or "MUST" in levels or strict_fail else "pass"
+    verdict = decide(report.requirements,
+                     [f for f in report.failures if f.requirement in failing],
+                     strict=bool(report.stats.get("strict")), errors=report.errors,
+                     interrupted=report.verdict == INTERRUPTED, stale=stale)
+    report.verdict, report.verdict_reason = verdict.name, verdict.reason
     if stale:
         report.stats["stale_known_failing"] = stale

@@ -47,6 +47,8 @@ def run_markdown(report: Report) -> str:
         + f". Requirements: {status_counts(report)}.",
         "",
     ]
+    if report.verdict_reason:
+        lines += [f"Verdict {report.verdict.upper()}: {report.verdict_reason}", ""]
     if report.failures:
         lines += _table(
             ("requirement", "level", "what came back", "steps", "found by"),

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from policyspec.report import FAIL, NA, NOT_TESTED, PASS, XFAIL, Report, RequirementStatus
+from policyspec.verdict import INTERRUPTED, decide
 
 __all__ = ["MergeError", "merge_reports", "shard_of"]
 
@@ -123,10 +124,10 @@ def _status(parts: Sequence[RequirementStatus]) -> RequirementStatus:
         chosen = next((p for p in parts if p.status == status), None)
         if chosen is not None:
             return RequirementStatus(chosen.id, chosen.level, chosen.profile, chosen.title,
-                                     status, checks, chosen.reason)
+                                     status, checks, chosen.reason, chosen.applies)
     first = parts[0]
     return RequirementStatus(first.id, first.level, first.profile, first.title, first.status,
-                             checks, first.reason)
+                             checks, first.reason, first.applies)
 
 
 def merge_reports(reports: Sequence[Report], names: Sequence[str] = ()) -> Report:
@@ -167,16 +168,9 @@ def merge_reports(reports: Sequence[Report], names: Sequence[str] = ()) -> Repor
         if overlapping and total > 1:
             notes.append(f"{name}: {', '.join(overlapping)} is the largest shard's count, a lower "
                          "bound of the campaign's (shards reach overlapping sets)")
-    levels = {f.level for f in failures}
     strict = bool(ordered[0].stats.get("strict"))
-    if errors:
-        verdict = "error"
-    elif any(r.verdict == "interrupted" for r in ordered):
-        verdict = "interrupted"
-    elif "MUST" in levels or (strict and "SHOULD" in levels):
-        verdict = "fail"
-    else:
-        verdict = "pass"
+    verdict = decide(requirements, failures, strict=strict, errors=errors,
+                     interrupted=any(r.verdict == INTERRUPTED for r in ordered))
 
     first = ordered[0].stats
     stats: dict[str, Any] = {
@@ -194,7 +188,8 @@ def merge_reports(reports: Sequence[Report], names: Sequence[str] = ()) -> Repor
     return Report(
         target=ordered[0].target,
         profile=ordered[0].profile,
-        verdict=verdict,
+        verdict=verdict.name,
+        verdict_reason=verdict.reason,
         requirements=requirements,
         failures=failures,
         stats=stats,

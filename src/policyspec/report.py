@@ -46,6 +46,11 @@ class RequirementStatus:
     status: str
     checks: int = 0
     reason: str = ""
+    applies: bool = True
+    """Whether the run could judge it: False when the policy's API revision
+    lacks the calls it needs, or the run's mode cannot observe it
+    (API-PROCESS-ALIVE without --isolate). A MUST that applies and stays
+    n/a or not tested leaves the verdict ``unjudged`` (policyspec.verdict)."""
 
 
 @dataclass
@@ -118,6 +123,10 @@ class Report:
     placeholders: list[str] = field(default_factory=list)
     """Unmodelled vLLM names kept as inert placeholders (``--placeholder``):
     the verdict holds with them (``verdict_caveat``)."""
+    verdict_reason: str = ""
+    """Why the verdict is what it is, in one line (``policyspec.verdict``):
+    the MUSTs left unjudged, the engine errors beside a failure; empty for
+    a plain pass or fail."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -128,6 +137,7 @@ class Report:
             "profile": self.profile,
             "api": self.api,
             "verdict": self.verdict,
+            **({"verdict_reason": self.verdict_reason} if self.verdict_reason else {}),
             "requirements": [
                 {
                     "id": r.id,
@@ -137,6 +147,7 @@ class Report:
                     "status": r.status,
                     "checks": r.checks,
                     **({"reason": r.reason} if r.reason else {}),
+                    "applies": r.applies,
                 }
                 for r in self.requirements
             ],
@@ -198,6 +209,13 @@ class Report:
             ET.SubElement(properties, "property", name="placeholders",
                           value=", ".join(self.placeholders))
             suite.insert(0, properties)
+        if self.verdict in ("unjudged", "incomplete"):
+            # Not a pass: the MUSTs left unjudged, or the work the time limit
+            # cut short, fail the suite, as the exit code does.
+            case = ET.SubElement(suite, "testcase", classname="policyspec", name="verdict")
+            ET.SubElement(case, "failure", message=f"{self.verdict}: {self.verdict_reason}")
+            suite.set("failures", str(failed + 1))
+            suite.set("tests", str(len(self.requirements) + 1))
         return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
     def to_text(self, verbose: bool = False) -> str:
@@ -235,7 +253,8 @@ class Report:
             "",
             f"{s.get('calls', 0)} checked calls, {s.get('steps', 0)} steps, "
             f"{s.get('examples', 0)} examples in {float(s.get('seconds', 0)):.1f}s",
-            f"verdict: {self.verdict.upper()}{verdict_caveat(self)}",
+            f"verdict: {self.verdict.upper()}{verdict_caveat(self)}"
+            + (f" ({self.verdict_reason})" if self.verdict_reason else ""),
         ]
         return "\n".join(lines) + "\n"
 
@@ -263,7 +282,7 @@ def _from_json(data: Any, origin: str) -> Report:
             requirements=[
                 RequirementStatus(str(r["id"]), str(r["level"]), str(r["profile"]),
                                   str(r["title"]), str(r["status"]), int(r["checks"]),
-                                  str(r.get("reason", "")))
+                                  str(r.get("reason", "")), bool(r.get("applies", True)))
                 for r in data["requirements"]
             ],
             failures=[
@@ -291,6 +310,7 @@ def _from_json(data: Any, origin: str) -> Report:
             policyspec_version=str(data["policyspec_version"]),
             spec_version=str(data["spec_version"]),
             placeholders=[str(n) for n in data.get("placeholders", [])],
+            verdict_reason=str(data.get("verdict_reason", "")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReportError(f"{origin}: malformed report ({type(exc).__name__}: {exc})") from None

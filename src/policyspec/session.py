@@ -2,7 +2,8 @@
 pytest plugin and ``ConformanceSuite`` all end in ``run_check`` (through
 ``check_target`` when they start from a target), so they give the same
 verdict. It owns what lasts for the whole run: the vLLM stand-ins (a policy
-may import ``vllm`` inside a method), the call watchdog, isolation, the
+may import ``vllm`` inside a method), the policy's virtual clock and random
+seed (``policyspec.environment``), the call watchdog, isolation, the
 Hypothesis database and the budget's shares; engines get all of it in one
 ``EngineContext``.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
@@ -24,10 +25,11 @@ from policyspec.engines.render import describe, repro
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.shrink import shrink
 from policyspec.engines.smaller import LONG, smaller_witness
+from policyspec.environment import controlled
 from policyspec.exits import UsageError
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import Aborted, CallerContractError
-from policyspec.harness.lockstep import unobservable
+from policyspec.harness.lockstep import unobservable, unseen_in_process
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
 from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
@@ -43,10 +45,10 @@ from policyspec.report import (
     RequirementStatus,
 )
 from policyspec.run.budget import BUDGETS, units_of
-from policyspec.run.context import capped
 from policyspec.run_details import run_details
 from policyspec.subject import Subject
 from policyspec.trace_record import record_actions
+from policyspec.verdict import decide
 from policyspec.workers import Item, available_cores, forks, plan, run_items
 
 __all__ = [
@@ -261,7 +263,7 @@ def run_check(
 
     sightings = Sightings(started)
     done: list[EngineRun] = []
-    with standins, in_run(sightings):
+    with standins, in_run(sightings), controlled(options.seed):
         # Workers fork before this process starts its watchdog thread.
         forked = forks(jobs, items)
         with contextlib.nullcontext() if forked else Watchdog(options.call_timeout) as clock:
@@ -294,7 +296,9 @@ def run_check(
     if not enforced and options.call_timeout > 0:
         report.notes.append("the call time limit was not enforced (not on the main thread)")
     if interrupted:
-        report.verdict = "interrupted"
+        decided = decide(report.requirements, report.failures, strict=options.strict,
+                         errors=report.errors, interrupted=True)
+        report.verdict, report.verdict_reason = decided.name, decided.reason
         report.notes.append("interrupted before the end: engines that ran: "
                             + (", ".join(r.engine for r in runs) or "none"))
     return report
@@ -495,6 +499,19 @@ def _stale_request(
 
 
 
+def _incomplete(runs: Sequence[EngineRun], cap: float | None) -> str | None:
+    """How much of its work a run the time limit stopped did, in words;
+    None when it did all of it."""
+    if not any(r.capped for r in runs):
+        return None
+    done = sum(min(r.examples, r.planned) for r in runs if r.planned)
+    planned = sum(r.planned for r in runs)
+    return (f"the time limit (--time-limit) stopped the run before its work was done: "
+            f"{done:,} of {planned:,} planned examples ran ("
+            + ", ".join(f"{r.engine} {min(r.examples, r.planned):,}/{r.planned:,}"
+                        for r in runs if r.capped) + ")")
+
+
 def _lacks(subject: Subject, missing: list[str]) -> str:
     """Why a requirement does not apply: the policy, or the API revision it
     is driven as (vLLM 0.34's R10 has no touch), lacks what it needs."""
@@ -581,6 +598,9 @@ def _report(
     statuses: list[RequirementStatus] = []
     for req in requirements_for(profile.includes):
         missing = [need for need in req.needs if not subject.has(need)]
+        # (The verdict ignores what the revision lacks the calls for, and
+        # API-PROCESS-ALIVE in the checker's own process: policyspec.verdict.)
+        applies = not missing and req.id not in unseen_in_process(subject)
         if req.id in best:
             status, reason = FAIL, ""
         elif missing:
@@ -593,7 +613,7 @@ def _report(
             status, reason = NOT_TESTED, unseen.get(req.id, "no engine exercised it")
         statuses.append(
             RequirementStatus(req.id, req.level, req.profile, req.title, status,
-                              checked[req.id], reason)
+                              checked[req.id], reason, applies)
         )
     failures = []
     marks = subject.has("mark")
@@ -612,7 +632,7 @@ def _report(
                             f"{rid}: {message}", marks,
                             placeholders=subject.placeholders,
                             judged=(profile.name, rid) if replays else None,
-                            api=subject.api if subject.fits else None),
+                            api=subject.api if subject.fits else None, seed=seed),
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
                                        finding.trace, rid, replay=minimise),
@@ -623,15 +643,8 @@ def _report(
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))
-    failing_levels = {f.level for f in failures}
-    if errors:
-        verdict = "error"
-    elif "MUST" in failing_levels or (strict and "SHOULD" in failing_levels):
-        verdict = "fail"
-    elif any(r.capped for r in runs) or (cap is not None and capped(cap)):
-        verdict = "incomplete"  # the time limit stopped it: never a pass
-    else:
-        verdict = "pass"
+    verdict = decide(statuses, failures, strict=strict, errors=errors,
+                     incomplete=_incomplete(runs, cap))
     notes = list(subject.notes)
     for run in runs:
         notes.extend(f"{run.engine}: {n}" for n in run.notes)
@@ -649,17 +662,10 @@ def _report(
             for r in runs
         },
     }
-    if any(r.capped for r in runs):
-        done = sum(min(r.examples, r.planned) for r in runs if r.planned)
-        planned = sum(r.planned for r in runs)
-        notes.append(f"the time limit (--time-limit) stopped the run before its work was done: "
-                     f"{done:,} of {planned:,} planned examples ran ("
-                     + ", ".join(f"{r.engine} {min(r.examples, r.planned):,}/{r.planned:,}"
-                                 for r in runs if r.capped) + ")")
     return Report(
         target=subject.name,
         profile=profile.name,
-        verdict=verdict,
+        verdict=verdict.name,
         requirements=statuses,
         failures=failures,
         stats=stats,
@@ -667,4 +673,5 @@ def _report(
         notes=notes,
         errors=errors,
         placeholders=list(subject.placeholders),
+        verdict_reason=verdict.reason,
     )

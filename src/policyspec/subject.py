@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from policyspec.environment import Environment, LocalEnvironment
 from policyspec.model.request import GROUP_STRIDE
 
 __all__ = [
@@ -112,6 +113,10 @@ class Subject:
     process, which gets copies: a function giving what that process last
     reported about its own copies (None: nothing reported; "": unchanged; a
     sentence: what changed), see spec/protocol.md."""
+    environment: Callable[[], Environment] = LocalEnvironment
+    """Makes the clock and random stream of a policy instance about to be
+    built (``policyspec.environment``): in this process by default; a policy in
+    another process gets the child's, driven through the line protocol."""
 
     def has(self, capability: str) -> bool:
         return capability in self.capabilities

@@ -22,6 +22,7 @@ import pytest
 from policyspec.registry import load_registry, requirements_for
 from policyspec.report import FAIL, NA, NOT_TESTED, XFAIL, Report
 from policyspec.steps import numbered
+from policyspec.verdict import unjudged_musts
 
 __all__ = ["ConformanceSuite", "assert_requirement", "report_for", "terminal_progress"]
 
@@ -57,7 +58,8 @@ def report_for(
 
 
 def assert_requirement(report: Report, requirement: str) -> None:
-    """Pass, fail with the failure's story, or skip, as the report says.
+    """Pass, fail with the failure's story, or skip, as the report says; a
+    MUST that applies and stayed n/a or not tested fails (not judged).
 
     A failed SHOULD fails the test only when the report was made strict
     (``--policy-strict``, as ``policyspec check --strict``); otherwise it
@@ -75,6 +77,11 @@ def assert_requirement(report: Report, requirement: str) -> None:
         if failure.level == "SHOULD" and not report.stats.get("strict", False):
             pytest.xfail(f"a SHOULD (fails only with --policy-strict): {story}")
         pytest.fail(story, pytrace=False)
+    if status in unjudged_musts([status]):
+        # As the verdict (policyspec.verdict): a MUST that applies and was not
+        # judged is no pass, so its test does not pass either.
+        pytest.fail(f"{requirement} (MUST) was not judged: {status.status} ({status.reason}); "
+                    f"verdict: {report.verdict.upper()}", pytrace=False)
     if status.status in (NA, NOT_TESTED, XFAIL):
         pytest.skip(f"{requirement}: {status.status} ({status.reason})")
     if report.errors:

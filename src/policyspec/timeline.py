@@ -89,7 +89,7 @@ def _named(action: Action) -> frozenset[int]:
         return frozenset(action[1])
     if op == "evict":
         return frozenset(action[2])
-    if op == "clear":
+    if op in ("clear", "clock"):
         return frozenset()
     if op in ("on_store_miss", "on_request_access"):
         return frozenset(action[2])

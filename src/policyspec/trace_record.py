@@ -64,6 +64,8 @@ def encode_action(action: Action, victims: Victims | None = None, *, observed: b
     elif op == "on_request_finished":
         record.update(request=action[1], groups=[list(g) for g in action[2]],
                       insertion_only=sorted(action[3]), reused=sorted(action[4]))
+    elif op == "clock":
+        record["ms"] = action[1]
     elif op != "clear":
         raise ValueError(f"unknown action {op!r}")
     return record
@@ -85,6 +87,8 @@ def decode_action(record: dict[str, Any]) -> Action:
             return ("evict", int(record["n"]), frozenset(int(k) for k in record["protected"]))
         if op == "clear":
             return ("clear",)
+        if op == "clock":
+            return ("clock", int(record["ms"]))
         if op == "set_positions":
             return (op, int(record["request"]),
                     tuple((int(k), int(p)) for k, p in record["positions"]))

@@ -1,11 +1,14 @@
-"""correct: core=pass
+"""correct: core=pass should=CLEAR-FRESH
 
-Random eviction from an unseeded generator: two fresh instances given the
-same calls choose different victims. Every choice is still a correct one,
-so the policy must pass core; the metamorphic relations must find it
-non-deterministic and call themselves not applicable rather than report a
-false failure (issue 3, item 3). Not run under lru: a non-deterministic
-policy fails lru in a different way each time.
+Random eviction from an unseeded generator (``random.Random()``): in
+production two fresh instances given the same calls choose different
+victims. Every choice is still a correct one, so the policy must pass core.
+Under a check a generator made without a seed during a policy call gets
+one from the policy instance (policyspec.environment, issue 28 item 3), so
+every replay draws the same numbers and the metamorphic relations judge it
+like a seeded policy (before, they called themselves not applicable: issue
+3, item 3). Its generator goes on after ``clear`` (the SHOULD CLEAR-FRESH,
+as tests/correct/random_survives_clear.py). Not run under lru: it is no LRU.
 """
 
 import random

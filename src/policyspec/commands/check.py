@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_INCOMPLETE, EXIT_USAGE, UsageError
+from policyspec.exits import EXIT_CONFORMS, EXIT_USAGE, UsageError
 from policyspec.protocols import API_HELP
+from policyspec.verdict import exit_code
 
 if TYPE_CHECKING:
     from policyspec.profiles import Profile
@@ -89,7 +90,7 @@ def add_parser(sub: Any) -> None:
         help="check a policy against the spec",
         description="Check TARGET (pkg.module:Class or path/to/file.py:Class), built as "
         "Class(cache_capacity=N), or a policy in any language (--exec), against a profile. "
-        "Exit 0 conforms, 1 does not, 2 could not run.",
+        "Exit 0 conforms, 1 does not, 2 could not run, 3 a MUST that applies was not judged.",
     )
     parser.add_argument("target", nargs="?",
                         help="pkg.module:Class or path/to/file.py:Class (omitted with --exec)")
@@ -294,13 +295,7 @@ def run(args: argparse.Namespace) -> int:
 
         write_html_report(report, args.html_report)
     sys.stdout.write(report.to_text(verbose=args.verbose))
-    if report.verdict == "pass":
-        return EXIT_CONFORMS
-    if report.verdict == "fail":
-        return EXIT_FAILS
-    if report.verdict == "incomplete":
-        return EXIT_INCOMPLETE
-    return EXIT_USAGE if report.errors and not report.failures else EXIT_FAILS
+    return exit_code(report.verdict, bool(report.failures))
 
 
 def _check_exec(

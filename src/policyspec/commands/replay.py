@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
+from policyspec.exits import EXIT_USAGE, UsageError
 from policyspec.protocols import API_HELP
+from policyspec.report import Report
+from policyspec.verdict import exit_code
 
 __all__ = ["add_parser"]
 
@@ -100,17 +102,18 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with _subject(args) as subject, Watchdog(args.call_timeout):
         results = replay_directory(subject, directory, profile.includes)
+    from policyspec.vectors.verdict import replay_report
+
+    report = replay_report(subject, profile, directory, results, strict=args.strict,
+                           seconds=time.monotonic() - started)
     if args.html_report:
         from policyspec.html import write_html_report
-        from policyspec.vectors.verdict import replay_report
 
-        report = replay_report(subject, profile, directory, results, strict=args.strict,
-                               seconds=time.monotonic() - started)
         write_html_report(report, args.html_report, rows="case")
-    return _report(results, args)
+    return _report(results, args, report)
 
 
-def _report(results: list[Any], args: argparse.Namespace) -> int:
+def _report(results: list[Any], args: argparse.Namespace, report: Report) -> int:
     failed = [r for r in results if not r.passed]
     for r in failed:
         exposes = f" [{r.exposes}]" if r.exposes else ""
@@ -122,6 +125,4 @@ def _report(results: list[Any], args: argparse.Namespace) -> int:
     if not results:
         print("policyspec: error: no case applies to this profile", file=sys.stderr)
         return EXIT_USAGE
-    if any(r.level == "MUST" or args.strict for r in failed):
-        return EXIT_FAILS
-    return EXIT_CONFORMS
+    return exit_code(report.verdict, bool(report.failures))

@@ -8,7 +8,8 @@ import argparse
 import sys
 from typing import Any
 
-from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
+from policyspec.exits import EXIT_CONFORMS, EXIT_USAGE, UsageError
+from policyspec.verdict import exit_code
 
 __all__ = ["add_parser"]
 
@@ -22,7 +23,7 @@ def add_parser(sub: Any) -> None:
         "target, as HTML (--html) or Markdown (--markdown); exit 0 once written. With --merge: "
         "the reports are the shards 1..N of one campaign (check --shard K/N); they are "
         "combined into one report; exit 0 conforms, 1 does not, 2 the shards do not make one "
-        "complete campaign.",
+        "complete campaign, 3 a MUST that applies was not judged in any shard.",
     )
     parser.add_argument("reports", nargs="+", metavar="REPORT.json", help="JSON reports")
     parser.add_argument("--merge", action="store_true",
@@ -123,8 +124,4 @@ def _merge(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
         _write_markdown(args.markdown, run_markdown(report))
     if not args.quiet and args.markdown != "-":
         sys.stdout.write(report.to_text())
-    if report.verdict == "pass":
-        return EXIT_CONFORMS
-    if report.verdict == "error" and not report.failures:
-        return EXIT_USAGE
-    return EXIT_FAILS
+    return exit_code(report.verdict, bool(report.failures))

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from time import monotonic, process_time_ns
 from typing import Any
 
+from policyspec.environment import active
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext
@@ -359,7 +360,13 @@ def _evict(n: int, calls: int) -> Callable[[_Filled, CostSettings], tuple[int, i
 
 
 def measure(subject: Subject, settings: CostSettings = CostSettings()) -> list[Measurement]:
-    """Every measurement of spec/cost.md on ``subject``."""
+    """Every measurement of spec/cost.md on ``subject`` (the policies with
+    one clock and random stream, policyspec.environment)."""
+    with active(subject.environment()):
+        return _measure(subject, settings)
+
+
+def _measure(subject: Subject, settings: CostSettings) -> list[Measurement]:
     made: list[Hashable] = []
     counting = subject.make_block is Block and subject.make_key is offload_key
     make_key = subject.make_key

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from time import monotonic, process_time_ns
 from typing import Any
 
+from policyspec.environment import active
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
@@ -91,6 +92,12 @@ def _evict_once(subject: Subject, shape: Shape, size: int, block: Callable[[int,
                 ) -> tuple[int, int, bool]:
     """Fill a fresh policy as ``shape`` says, then time one evict:
     (CPU nanoseconds, victims asked for, whether it answered a list)."""
+    with active(subject.environment()):
+        return _filled_evict(subject, shape, size, block)
+
+
+def _filled_evict(subject: Subject, shape: Shape, size: int, block: Callable[[int, int], Any]
+                  ) -> tuple[int, int, bool]:
     policy = subject.build(size)
     has_mark = subject.has("mark")
     keys: list[Hashable] = [subject.make_key(i) for i in range(size)]

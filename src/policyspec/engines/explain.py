@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from policyspec.engines.reproduce import failure_of
+from policyspec.environment import active
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
@@ -96,7 +97,8 @@ def run_probe(
     expected = harness.model.step(("evict", probe.n, probe.protected)).expected
     assert expected is None or isinstance(expected, list)
     try:
-        got = harness.policy.evict(probe.n, {harness.key(k) for k in probe.protected})
+        with active(harness.environment):
+            got = harness.policy.evict(probe.n, {harness.key(k) for k in probe.protected})
     except Exception:
         return ProbeResult(probe, None, expected, harness.ext, harness.state, broken=True)
     if got is None:

@@ -51,12 +51,14 @@ from functools import partial
 from time import monotonic
 
 from policyspec.engines.action_source import ActionSource, Run, actions_of
+from policyspec.engines.clock_steps import CLOCK_SHARE, clock_action, with_clock_steps
 from policyspec.engines.fast_driver import Difference, Driver
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.oracle import FastOracle
 from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.engines.request_source import RequestSource
 from policyspec.engines.sizes import CAPACITIES, FAST_LONG_CAPACITY
+from policyspec.environment import Environment
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.second_thread import on_second_thread
 from policyspec.harness.sightings import Sightings
@@ -227,15 +229,16 @@ def _run_driver(
                 break
             continue
         size, source = turns[run.examples % len(turns)]
-        draw = source.draw
         if isinstance(source, RequestSource):
             source.begin()
         driver = Driver(subject, size, keys, model_of, profile.refinement)
+        draw = with_clock_steps(source.draw, driver.environment, source.rng)
         oracle = driver.oracle
         runs: list[Run] = []
         trace: list[Action] | None = None
         done = chunks = 0
         watch.op = ENGINE
+        outer = driver.environment.enter()
         try:
             while done < steps:
                 # The watchdog's clock restarts every chunk, not every call:
@@ -274,6 +277,7 @@ def _run_driver(
             _judge(run, subject, profile, size, trace, raised, cap, _shown(size, capacity))
         finally:
             watch.op = None
+            driver.environment.leave(outer)
         run.calls += driver.calls
         sightings.calls += driver.calls
         # A failing run's actions were not counted: the trace has them all.
@@ -379,12 +383,14 @@ def _play_long(
     every = max(SWEEP_EVERY, min(size, LONG_SWEEP))
     done = peak = 0
     found: Difference | None = None
+    draw = with_clock_steps(source.draw, driver.environment, rng)
     watch.op = ENGINE
+    outer = driver.environment.enter()
     try:
         swept = 0
         while done < steps and not capped(cap):
             watch.since = monotonic()
-            done = _play(driver, source.draw, runs, kinds, done, min(steps, done + LONG_CHUNK),
+            done = _play(driver, draw, runs, kinds, done, min(steps, done + LONG_CHUNK),
                          must, soft, size, sightings)
             peak = max(peak, len(driver.oracle.refs))
             if done - swept >= every:
@@ -400,6 +406,7 @@ def _play_long(
                            f"{keymap.text(str(exc))}")
     finally:
         watch.op = None
+        driver.environment.leave(outer)
     return runs, driver, kinds, found, max(peak, len(driver.oracle.refs))
 
 
@@ -487,6 +494,7 @@ _BY_KIND = {
     "clear": ("API-NO-RAISE", "CLEAR-EMPTIES"),
     "request": (),
     "on_request_finished": (),
+    "clock": (),
 }
 """What each kind's handler observes for every action (the calls return,
 and ``get`` of the keys it named answers as the oracle says); what an
@@ -533,7 +541,7 @@ def _run_lockstep(
             source.begin()
         try:
             while len(harness.trace) < steps:
-                for action in _next_actions(source, harness.state):
+                for action in _next_actions(source, harness.state, harness.environment):
                     harness.apply(action)
         except ConformanceFailure as failure:
             _judge(run, subject, profile, capacity, list(failure.trace),
@@ -554,9 +562,12 @@ def _run_lockstep(
                cap)
 
 
-def _next_actions(source: ActionSource, state: State) -> list[Action]:
-    """The next actions for the lockstep path: one action, or a request
-    source's next run spelled out (request traffic comes in runs)."""
+def _next_actions(source: ActionSource, state: State, environment: Environment) -> list[Action]:
+    """The next actions for the lockstep path: once the policy reads a clock,
+    now and then a clock step (engines.clock_steps); else one action, or a
+    request source's next run spelled out (request traffic comes in runs)."""
+    if environment.read_clock and source.rng.random() < CLOCK_SHARE:
+        return [clock_action(source.rng)]
     if isinstance(source, RequestSource):
         return actions_of(source.draw(state))
     return [source.next(state)]

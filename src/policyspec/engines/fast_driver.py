@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from policyspec.engines.action_source import Run
 from policyspec.engines.oracle import FastOracle
+from policyspec.environment import active
 from policyspec.harness.shapes import keys_shape, passed, set_shape
 from policyspec.model.state import IDLE
 from policyspec.model.step import Refinement
@@ -66,7 +67,11 @@ class Driver:
         """``keys``: the real key of each model key the source draws;
         ``model_of``: back again (a ``KeyMap``'s index); ``refinement``: an
         exact profile's (one that ``keeps_idle_order``), or None for core."""
-        self.policy = subject.build(capacity)
+        self.environment = subject.environment()
+        """The policy's clock and random stream (policyspec.environment): the
+        engine puts it in place for each chunk of calls."""
+        with active(self.environment):
+            self.policy = subject.build(capacity)
         self.make_block = subject.make_block
         self.make_request = subject.make_request
         self.contexts: dict[int, Any] = {}
@@ -327,6 +332,11 @@ class Driver:
         self._observe(gone, "CLEAR-EMPTIES")
         return 1
 
+    def clock(self, run: Run) -> int:
+        """A clock step (``engines.clock_steps``): no call."""
+        self.environment.step(run[1])
+        return 1
+
     def evict(self, run: Run) -> int:
         _, n, protected = run
         oracle = self.oracle
@@ -443,4 +453,5 @@ Driver.HANDLERS = {
     "clear": Driver.clear,
     "request": Driver.request,
     "on_request_finished": Driver.on_request_finished,
+    "clock": Driver.clock,
 }

@@ -35,6 +35,7 @@ from policyspec.engines.stateful import (
     run_machine,
     stamp_capacity,
 )
+from policyspec.environment import active
 from policyspec.harness import Lockstep, failure_type
 from policyspec.model.actions import is_legal
 from policyspec.model.state import IDLE, IN_FLIGHT
@@ -255,7 +256,8 @@ class ManagerMachine(CheckedMachine):
         harness's presence checks; not part of the trace)."""
         self.h.calls += 1
         try:
-            return self.h.policy.get(self.h.key(k))
+            with active(self.h.environment):
+                return self.h.policy.get(self.h.key(k))
         except (Exception, SystemExit) as exc:  # the policy's own fault
             self._fail("API-NO-RAISE", f"get(key {k}) raised {type(exc).__name__}: "
                        f"{self.h.keys.text(str(exc))}")

@@ -58,6 +58,7 @@ from typing import Any
 
 from policyspec.engines.minimise import bounded_witness
 from policyspec.engines.reproduce import fails_with, failure_of
+from policyspec.environment import active
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
@@ -369,7 +370,8 @@ class AuditedManager:
         for k, chunk in proxy.chunk_of.items():
             block = h.blocks.get(k)
             h.calls += 1
-            got = h.policy.get(h.key(k))  # (a raise here is seen by the next call)
+            with active(h.environment):
+                got = h.policy.get(h.key(k))  # (a raise here is seen by the next call)
             if block is not None and got is block:
                 idle += chunk.ref_cnt == IDLE
             elif chunk.ref_cnt != IDLE or got is not None:

@@ -28,8 +28,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from policyspec.engines.action_source import ActionSource
+from policyspec.engines.clock_steps import with_clock_steps
 from policyspec.engines.minimise import bounded_witness, renamed, renumbering
 from policyspec.engines.render import describe
+from policyspec.environment import active
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
@@ -97,7 +99,9 @@ class _Runner:
 
     def __init__(self, subject: Subject, capacity: int, keys: KeyMap) -> None:
         self.subject = subject
-        self.policy = subject.build(capacity)
+        self.environment = subject.environment()
+        with active(self.environment):
+            self.policy = subject.build(capacity)
         self.model = ProfileModel.fresh(None, capacity)
         self.blocks: dict[int, Any] = {}
         self.keys = keys
@@ -117,6 +121,7 @@ class _Runner:
 
     def _call(self, op: str, method: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
         self.calls += 1
+        outer = self.environment.enter()
         watch.begin(op)
         try:
             return True, method(*args)
@@ -126,6 +131,7 @@ class _Runner:
             return False, f"raised {type(exc).__name__}"
         finally:
             watch.op = None
+            self.environment.leave(outer)
 
     def _primitive(self, call: Action) -> Output:
         op, real = call[0], self.keys.real
@@ -158,6 +164,8 @@ class _Runner:
             ok, out = self._call(op, self.policy.clear)
             if ok:
                 self.blocks.clear()
+        elif op == "clock":
+            self.environment.step(call[1])
         elif self.has_mark:  # mark_evictable / mark_non_evictable
             ok, out = self._call(op, getattr(self.policy, op), real(call[1]))
         if ok:
@@ -562,9 +570,10 @@ def _generate(
     harness = Lockstep(subject, get_profile("core"), capacity, observe=False)
     source = ActionSource(rng, pool=POOL, capacity=capacity, with_clear=subject.has("clear"),
                           with_touch=subject.has("touch"))
+    draw = with_clock_steps(source.next, harness.environment, rng)
     try:
         for _ in range(length):
-            harness.apply(source.next(harness.state))
+            harness.apply(draw(harness.state))
     except (ConformanceFailure, Aborted) as exc:
         failure = exc.failure if isinstance(exc, Aborted) else exc
         note = f"sequence generation stopped at a policy-level failure ({failure.requirement})"

@@ -215,7 +215,7 @@ def renamed(action: Action, name: Callable[[int], int]) -> Action:
         return ("touch", tuple(name(k) for k in action[1]))
     if op == "evict":
         return ("evict", action[1], frozenset(name(k) for k in action[2]))
-    if op == "clear":
+    if op in ("clear", "clock"):
         return action
     if op == "set_positions":
         return (op, action[1], tuple((name(k), pos) for k, pos in action[2]))
@@ -368,7 +368,7 @@ def keys_of(action: Action) -> tuple[int, ...]:
         return tuple(action[1])
     if op == "evict":
         return tuple(sorted(action[2]))
-    if op == "clear":
+    if op in ("clear", "clock"):
         return ()
     if op == "set_positions":
         return tuple(k for k, _ in action[2])
@@ -393,7 +393,7 @@ def without_key(trace: Sequence[Action], key: int) -> tuple[Action, ...]:
             smaller = _without_in_request(action, key)
             if smaller is not None:
                 out.append(smaller)
-        elif op == "clear" or action[1] != key:
+        elif op in ("clear", "clock") or action[1] != key:
             out.append(action)
     return tuple(out)
 

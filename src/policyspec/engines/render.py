@@ -12,7 +12,7 @@ from policyspec.harness.shapes import keys_shape, set_shape
 from policyspec.model.actions import REQUEST_ACTIONS, Action, expand
 from policyspec.model.state import State
 
-__all__ = ["describe", "repro"]
+__all__ = ["clock_step", "describe", "repro"]
 
 
 def describe(action: Action, marks: bool = True) -> str:
@@ -49,7 +49,26 @@ def describe(action: Action, marks: bool = True) -> str:
         groups = [list(g) for g in action[2]]
         return (f"request {action[1]} finishes: on_request_finished({groups}, "
                 f"insertion_only={sorted(action[3])}, reused={sorted(action[4])})")
+    if op == "clock":
+        return clock_step(action[1])
     return "clear()"
+
+
+def clock_step(ms: int) -> str:
+    """A clock step in words (policyspec.environment)."""
+    if ms < 0:
+        return (f"the wall clock steps back {_duration(-ms)} (time.monotonic and "
+                "time.perf_counter do not)")
+    if ms < 1000:
+        return f"the clock advances {_duration(ms)}"
+    return f"the clock jumps forward {_duration(ms)}"
+
+
+def _duration(ms: int) -> str:
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms >= size and ms % size == 0:
+            return f"{ms // size} {unit}"
+    return f"{ms} ms"
 
 
 def _as(shape: str) -> str:
@@ -79,7 +98,7 @@ def _passed(shape: str, keys: Sequence[int]) -> str:
 def repro(
     target: str, capacity: int, trace: Sequence[Action], comment: str = "", marks: bool = True,
     *, placeholders: Sequence[str] = (), judged: tuple[str, str] | None = None,
-    api: str | None = None,
+    api: str | None = None, seed: int | None = None,
 ) -> str:
     """A standalone Python snippet replaying ``trace`` on ``target`` with the
     calls and ref_cnt writes vLLM's manager would make (the mark calls only
@@ -87,15 +106,18 @@ def repro(
     as placeholders: ``placeholders``). ``judged``: (profile, requirement id)
     to end with an assertion of that requirement on a replay of the trace
     (``policyspec.assertions``). ``api``: the revision to load it as, for a
-    policy that fits several (``Subject.fits``)."""
+    policy that fits several (``Subject.fits``). With ``seed`` (a check's
+    ``--seed``), the calls run inside ``policy_environment(seed)``: the
+    policy reads the clock and draws the random numbers it did in the check
+    (policyspec.environment), and the trace's clock steps step it."""
     kept = f", placeholders={tuple(placeholders)!r}" if placeholders else ""
     if api is not None:
         kept = f", api={api!r}{kept}"
     lines = [
         "from policyspec.adapters import load_subject",
+        *(["from policyspec.environment import policy_environment"] if seed is not None else []),
         "",
         f"subject = load_subject({target!r}{kept})",
-        f"policy = subject.build({capacity})",
         "key = subject.make_key",
         "blocks = {}",
     ]
@@ -110,6 +132,37 @@ def repro(
             "    return contexts[r]",
             "",
         ]
+    calls = _calls(capacity, trace, marks)
+    if seed is not None:
+        lines += [f"with policy_environment(seed={seed}) as clock:",
+                  *(f"    {line}" for line in calls)]
+    else:
+        lines += calls
+    if comment:
+        lines.append(f"# {comment}")
+    if judged is not None:
+        profile, requirement = judged
+        assertion = [
+            "",
+            f"# {requirement} must hold on these calls: replayed in lockstep with the spec's "
+            "model,",
+            "# this fails with the requirement's message until the policy is fixed.",
+            "from policyspec.assertions import assert_requirement_holds",
+            "",
+            f"TRACE = {list(trace)!r}",
+            f"assert_requirement_holds(subject, {profile!r}, {capacity}, TRACE, "
+            f"{requirement!r})",
+        ]
+        if seed is not None:  # the replay's policy gets the check's clock and randomness
+            assertion[-1:] = [f"with policy_environment(seed={seed}):",
+                              f"    {assertion[-1]}"]
+        lines += assertion
+    return "\n".join(lines) + "\n"
+
+
+def _calls(capacity: int, trace: Sequence[Action], marks: bool) -> list[str]:
+    """The snippet's lines from building the policy to the last call."""
+    lines = [f"policy = subject.build({capacity})"]
     # Only ref counts matter to expand(); keys the policy evicted are never
     # named again by a legal trace, so stale entries are harmless.
     refs: dict[int, int] = {}
@@ -152,26 +205,13 @@ def repro(
                              f"request({call[1]}))")
             elif op in ("mark_evictable", "mark_non_evictable") and not marks:
                 continue
+            elif op == "clock":
+                lines.append(f"clock.step({call[1]})  # {clock_step(call[1])}")
             else:
                 lines.append(f"policy.{op}(key({call[1]}))")
                 if op == "remove":
                     refs.pop(call[1], None)
-    if comment:
-        lines.append(f"# {comment}")
-    if judged is not None:
-        profile, requirement = judged
-        lines += [
-            "",
-            f"# {requirement} must hold on these calls: replayed in lockstep with the spec's "
-            "model,",
-            "# this fails with the requirement's message until the policy is fixed.",
-            "from policyspec.assertions import assert_requirement_holds",
-            "",
-            f"TRACE = {list(trace)!r}",
-            f"assert_requirement_holds(subject, {profile!r}, {capacity}, TRACE, "
-            f"{requirement!r})",
-        ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _tuple(items: Iterable[str]) -> str:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from policyspec.environment import active
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext
@@ -42,13 +43,14 @@ def run_seed_errors(
 
     def case(requirement: str, setup: tuple[Action, ...], what: str,
              call: Callable[[Any], Any]) -> None:
-        policy = subject.build(capacity)
-        for action in setup:  # only inserts in flight: no ref_cnt writes needed
-            policy.insert(key(action[1]), subject.make_block(action[2], 0))
+        with active(subject.environment()):
+            policy = subject.build(capacity)
+            for action in setup:  # only inserts in flight: no ref_cnt writes needed
+                policy.insert(key(action[1]), subject.make_block(action[2], 0))
+            outcome = _expect_key_error(lambda: call(policy))
         run.calls += len(setup) + 1
         run.examples += 1
         run.checked[requirement] += 1
-        outcome = _expect_key_error(lambda: call(policy))
         if outcome is not None:
             run.add(Finding(requirement, f"{what} {outcome}; the seed raises KeyError",
                             setup, run.engine, shrunk=True))

@@ -290,6 +290,7 @@ class Player:
         kinds: dict[str, int] = {}
         difference: Difference | None = None
         watch.op = ENGINE
+        outer = driver.environment.enter()
         try:
             for run in scenario_runs(scenario, capacity, view,
                                      with_touch=self.subject.has("touch")):
@@ -316,6 +317,7 @@ class Player:
                                     f"{type(exc).__name__}: {exc}")
         finally:
             watch.op = None
+            driver.environment.leave(outer)
         if count and difference is None:
             from collections import Counter
 

@@ -96,11 +96,11 @@ _SHARED = frozenset({
     "has_clear", "allocator", "keys", "_next_block_id", "calls",
     "model",  # immutable: every step makes a new one
     "threads", "_actions",
-    "sightings",
+    "sightings", "muted",
 })
 _COPIED = frozenset({
     "policy", "blocks", "_given", "last_evict", "written", "inserted_at", "known", "trace",
-    "soft", "checked", "contexts",
+    "soft", "checked", "contexts", "environment",
 })
 
 
@@ -114,8 +114,8 @@ def fork(h: Lockstep) -> Lockstep:
         memo: dict[int, Any] = {id(x): x for x in shared}
         return copy.deepcopy(h, memo)
     new = copy.copy(h)
-    new.policy, new.blocks, new._given, new.last_evict, new.contexts = clone(
-        (h.policy, h.blocks, h._given, h.last_evict, h.contexts), {}
+    new.policy, new.blocks, new._given, new.last_evict, new.contexts, new.environment = clone(
+        (h.policy, h.blocks, h._given, h.last_evict, h.contexts, h.environment), {}
     )
     new.written = dict(h.written)
     new.inserted_at = dict(h.inserted_at)

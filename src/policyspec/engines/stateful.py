@@ -40,6 +40,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from policyspec.engines.clock_steps import CLOCK_STEPS, reads_clock
 from policyspec.engines.render import describe
 from policyspec.engines.reproduce import failure_of
 from policyspec.engines.sizes import (
@@ -62,6 +63,7 @@ from policyspec.subject import Subject
 
 __all__ = [
     "CheckedMachine",
+    "ClockedPolicyMachine",
     "MachineStats",
     "PolicyMachine",
     "capacity_choice",
@@ -535,6 +537,17 @@ def _pick(data: st.DataObject, keys: list[int], label: str) -> int:
     return key
 
 
+class ClockedPolicyMachine(PolicyMachine):
+    """The policy machine with time passing: for a policy that reads a
+    clock (``engines.clock_steps.reads_clock``)."""
+
+    @precondition(lambda self: self.h.environment.read_clock)
+    @rule(data=st.data())
+    def clock(self, data: st.DataObject) -> None:
+        """The clock moves (steady steps first: the draw shrinks to them)."""
+        self._do(("clock", data.draw(st.sampled_from(CLOCK_STEPS), label="ms")))
+
+
 def policy_machine(
     subject: Subject, profile: Profile, *, capacity: int = 64, pool: int = 48,
     base: type[PolicyMachine] = PolicyMachine, drawn: tuple[int, ...] = (),
@@ -614,18 +627,21 @@ def run_stateful(
     planned = examples if examples is not None else max(1, round(units * RATE))
     drawn = drawn_capacities(capacity, fixed)
     first: EngineRun | None = None
+    # The clock rule only for a policy that reads a clock (engines.clock_steps):
+    # a rule more changes every draw of the machine.
+    base = ClockedPolicyMachine if reads_clock(subject, capacity) else PolicyMachine
     small = round(planned * SMALL_SHARE) if drawn else 0
     if small:
         # Small examples only first, as this engine ran before sizes were
         # drawn: what shows at 16 or 64 blocks is found there as soon (on a
         # busy machine too) and with a witness of a few steps.
         first = run_machine(
-            policy_machine(subject, profile, capacity=capacity, drawn=drawn[:2]),
+            policy_machine(subject, profile, capacity=capacity, drawn=drawn[:2], base=base),
             engine="stateful", seed=seed, examples=small, database=database, cap=cap)
         if first.error or first.findings or first.capped:
             first.planned = planned
             return _counted(first, first, capacity, (), cap, subject, profile)
-    machine = policy_machine(subject, profile, capacity=capacity, drawn=drawn)
+    machine = policy_machine(subject, profile, capacity=capacity, drawn=drawn, base=base)
     run = run_machine(machine, engine="stateful", seed=seed, examples=planned - small,
                       database=database, cap=cap)
     if first is not None:

@@ -16,6 +16,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
+from policyspec.environment import active
 from policyspec.harness.failures import (
     Aborted,
     CallerContractError,
@@ -36,17 +37,28 @@ from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
-__all__ = ["Lockstep", "unobservable"]
+__all__ = ["STEP_BACK", "Lockstep", "unobservable", "unseen_in_process"]
+
+
+def unseen_in_process(subject: Subject) -> dict[str, str]:
+    """Requirements a run in the checker's own process cannot observe at
+    all, with the reason: the user chose the mode, so the verdict does not
+    count them as unjudged (policyspec.verdict)."""
+    if subject.has("isolated"):
+        return {}
+    return {"API-PROCESS-ALIVE": (
+        "the policy ran in the checker's own process, where a crash would end the "
+        "check; run policyspec check --isolate to cover it"
+    )}
+
 
 def unobservable(subject: Subject) -> dict[str, str]:
     """Requirements no call on ``subject`` can show, with the reason and
-    how to cover them: the report gives them as NOT TESTED with that text."""
-    out: dict[str, str] = {}
-    if not subject.has("isolated"):
-        out["API-PROCESS-ALIVE"] = (
-            "the policy ran in the checker's own process, where a crash would end the "
-            "check; run policyspec check --isolate to cover it"
-        )
+    how to cover them: the report gives them as NOT TESTED with that text
+    (the step back of the wall clock: when no check saw it read)."""
+    out = unseen_in_process(subject)
+    out[STEP_BACK] = ("the policy did not read the wall clock after it stepped back (the "
+                      "engines step the clock only for a policy that reads one)")
     if subject.argument_report is not None and not subject.has("isolated"):
         out["API-ARGS-UNCHANGED"] = (
             "the policy runs in another process that does not report whether it changed "
@@ -85,7 +97,14 @@ class Lockstep:
         registry = load_registry()
         self.fatal = fatal or (lambda rid: registry[rid].level == "MUST")
         self.model: ProfileModel = profile.model(capacity)
-        self.policy = subject.build(capacity)
+        self.environment = subject.environment()
+        """The policy's clock and random stream (policyspec.environment),
+        in place during every policy call; clock steps move it."""
+        with active(self.environment):
+            self.policy = subject.build(capacity)
+        self.muted = False
+        """Set once the policy broke on a step back of the wall clock
+        (STEP_BACK): the instance is no longer judged (``_fail``)."""
         self.has_mark = subject.has("mark")
         self.has_clear = subject.has("clear")
         self.isolated = subject.has("isolated")
@@ -150,10 +169,17 @@ class Lockstep:
             raise CallerContractError(f"illegal action {action!r} in state {self.state!r}")
         self.trace.append(action)
         self._actions += 1
-        if self.threads and self._actions % 2 == 0:
-            self.checked["API-ANY-THREAD"] += 1
-            return self._on_worker(action)
-        return self._expanded(action)
+        # The policy's clock and random stream for every call the action
+        # makes (its calls, then get of every key seen: once, not per call).
+        environment = self.environment
+        outer = environment.enter()
+        try:
+            if self.threads and self._actions % 2 == 0:
+                self.checked["API-ANY-THREAD"] += 1
+                return self._on_worker(action)
+            return self._expanded(action)
+        finally:
+            environment.leave(outer)
 
     def _expanded(self, action: Action) -> object:
         result: object = None
@@ -177,6 +203,10 @@ class Lockstep:
             self.apply(action)
 
     def _fail(self, requirement: str, message: str, answered: tuple[int, ...] = ()) -> None:
+        if self.muted:
+            return
+        if self.environment.read_wall_after_back and requirement not in _COSTLY:
+            requirement, message = self._step_back_cause(requirement, message)
         self.sightings.saw(requirement, self.calls)
         failure = failure_type(requirement)(requirement, message, tuple(self.trace), answered)
         if self.fatal(requirement):
@@ -185,6 +215,33 @@ class Lockstep:
             raise failure
         if all(f.requirement != requirement for f in self.soft):
             self.soft.append(failure)
+
+    def _step_back_cause(self, requirement: str, message: str) -> tuple[str, str]:
+        """``requirement`` and ``message``, or STEP_BACK when the same calls
+        with every step back of the wall clock left out do not break
+        ``requirement`` (the clocks are the same up to the first step back,
+        so the step back made the difference). After such a failure the
+        instance is muted: what it does next is no evidence of anything."""
+        steady = [a for a in self.trace if not (a[0] == "clock" and a[1] < 0)]
+        replay = Lockstep(self.subject, self.profile, self.capacity, observe=self.observe,
+                          fatal=requirement.__eq__, threads=self.threads)
+        # A child process hosts one policy: the replay's replaced this one.
+        self.muted = self.isolated
+        try:
+            replay.run(steady)
+        except ConformanceFailure as failure:
+            if failure.requirement == requirement:
+                return requirement, message
+        except (Aborted, CallerContractError):
+            pass
+        else:
+            if any(f.requirement == requirement for f in replay.soft):
+                return requirement, message
+        back = next(i for i, a in enumerate(self.trace, 1) if a[0] == "clock" and a[1] < 0)
+        self.muted = self.isolated or not self.fatal(STEP_BACK)
+        return STEP_BACK, (
+            f"after the wall clock stepped back at step {back}: {message} ({requirement}); "
+            "the same calls with a wall clock that never steps back do not break it")
 
     def _step(self, call: Primitive, observed: object = None) -> None:
         """Move the model; count what the call showed; a violation fails."""
@@ -259,10 +316,14 @@ class Lockstep:
         self._check_blocks(op)
         self._check_arguments()
         if self.observe:
-            requirement = PRESENCE_REQUIREMENT.get(op, "GET-KEEPS-MEMBERSHIP")
+            requirement: str | None = PRESENCE_REQUIREMENT.get(op, "GET-KEEPS-MEMBERSHIP")
             if op == "evict" and result is None:
                 requirement = "EVICT-ATOMIC"
+            elif op == "clock":
+                requirement = None  # time passing changes no key's presence
             self._check_presence(op, requirement)
+        if self.environment.read_wall_after_back:
+            self.checked[STEP_BACK] += 1
         return result
 
     # -- one method per call ---------------------------------------------------
@@ -304,6 +365,11 @@ class Lockstep:
             self._keep_given("touch", given, original)
         self.checked["TOUCH-TOTAL"] += 1
         self._step(("touch", keys))
+
+    def _clock(self, ms: int) -> None:
+        """A clock step (policyspec.environment): no call, and the model
+        does not move (no requirement of the spec depends on time)."""
+        self.environment.step(ms)
 
     def _mark_evictable(self, k: int) -> None:
         if self.has_mark:
@@ -500,12 +566,14 @@ class Lockstep:
             )
             block.ref_cnt, block.block_id = ref, block_id
 
-    def _check_presence(self, op: str, requirement: str) -> None:
+    def _check_presence(self, op: str, requirement: str | None) -> None:
         """Ask get for every key seen so far; a wrong answer right after
-        ``op`` breaks ``requirement`` (the contract of ``op``)."""
+        ``op`` breaks ``requirement`` (the contract of ``op``; None: get's
+        own GET-IDENTITY and GET-ABSENT)."""
         if not self.known:
             return
-        self.checked[requirement] += 1
+        if requirement is not None:
+            self.checked[requirement] += 1
         for k in sorted(self.known):
             got = self._call("get", self.policy.get, self.key(k))
             self._check_get(k, got, op, requirement)
@@ -560,6 +628,7 @@ _HANDLERS: dict[str, Callable[..., object]] = {
     "get": Lockstep._get,
     "clear": Lockstep._clear,
     "evict": Lockstep._evict,
+    "clock": Lockstep._clock,
 }
 
 _TOTAL = {
@@ -570,6 +639,10 @@ _TOTAL = {
 }
 """Calls whose contract has its own "accepts any keys" requirement: a raise
 there breaks it rather than API-NO-RAISE."""
+
+STEP_BACK = "API-CLOCK-STEP-BACK"
+"""The SHOULD a failure is reported under when only a step back of the wall
+clock makes it (spec/state.md)."""
 
 _COSTLY = frozenset({"API-RETURNS", "API-PROCESS-ALIVE"})
 """Failures whose replays cost a time limit or a process: engines stop at

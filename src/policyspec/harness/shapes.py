@@ -28,9 +28,10 @@ the renamed histories of CLEAR-FORGETS-KEYS would read as a difference.)
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
+from types import GeneratorType
 from typing import Any
 
-__all__ = ["KEY_SHAPES", "SET_SHAPES", "keys_shape", "passed", "set_shape"]
+__all__ = ["KEY_SHAPES", "SET_SHAPES", "keys_shape", "passed", "set_shape", "shape_of"]
 
 KEY_SHAPES = ("list", "tuple", "generator", "set", "frozenset", "dict_keys")
 """Every shape ``touch`` and a hook's keys must accept, in the spec's order."""
@@ -79,3 +80,22 @@ def passed(shape: str, reals: list[Hashable]) -> Any:
     if shape == "dict_keys":
         return dict.fromkeys(reals).keys()
     raise ValueError(f"unknown shape {shape!r}")
+
+
+_DICT_KEYS: type = type({}.keys())
+
+
+def shape_of(given: object) -> str:
+    """The shape of a container ``passed`` made (the inverse of ``passed``):
+    what a runner sends with the keys so that a policy in another process
+    gets the same shape (spec/protocol.md, ``shape``). Anything else is a
+    ``list``."""
+    if isinstance(given, GeneratorType):
+        return "generator"
+    if isinstance(given, _DICT_KEYS):
+        return "dict_keys"
+    for shape, kind in (("list", list), ("tuple", tuple), ("set", set),
+                        ("frozenset", frozenset)):
+        if type(given) is kind:
+            return shape
+    return "list"

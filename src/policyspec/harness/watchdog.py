@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from time import monotonic
 from types import FrameType, TracebackType
 
 __all__ = ["CallTimeout", "Watchdog", "current"]
@@ -43,10 +43,12 @@ class _Current:
     def begin(self, op: str) -> None:
         """A policy call of ``op`` starts now. The clock is read only while
         a watchdog runs: under CrossHair (``prove``) every read is a
-        symbolic value whose paths the search pays for."""
+        symbolic value whose paths the search pays for. (``monotonic`` is
+        the real clock, taken when this module was imported: a policy's
+        clock is virtual while its calls run, policyspec.environment.)"""
         self.op = op
         if self.limit:
-            self.since = time.monotonic()
+            self.since = monotonic()
 
 
 current = _Current()
@@ -106,10 +108,10 @@ class Watchdog:
         tick = min(0.1, self.limit / 4)
         while not self._stop.wait(tick):
             op, since = current.op, current.since
-            late = time.monotonic() - since > current.limit
+            late = monotonic() - since > current.limit
             if op is not None and main_ident is not None and late:
                 signal.pthread_kill(main_ident, signal.SIGALRM)
-                current.since = time.monotonic()  # re-arm if the policy swallows it
+                current.since = monotonic()  # re-arm if the policy swallows it
 
 
 def _raise_timeout(signum: int, frame: FrameType | None) -> None:

@@ -36,13 +36,15 @@ def render_run_page(report: Report, *, rows: str = "requirement", source: str = 
             for f in failures
         )
         summary = f'<ul class="plain" aria-label="Failures">{links}</ul>'
+    reason = (f'<p class="verdict-reason">{esc(report.verdict_reason)}</p>'
+              if report.verdict_reason else "")
     details = "".join(failure_section(f) for f in failures)
     failed_part = (f'<h2 id="failures">Failures ({len(failures)})</h2>{details}'
                    if failures else "")
     body = (
         f'<header><p class="muted">policyspec report</p>'
         f"<h1>{esc(report.target)}</h1><p>{verdict_badge(report.verdict)}"
-        f"{esc(verdict_caveat(report))}</p>{summary}</header>"
+        f"{esc(verdict_caveat(report))}</p>{reason}{summary}</header>"
         f'<main><h2 id="run">Run</h2>{facts_list(report, source=source)}'
         f"{failed_part}"
         f'<h2 id="requirements">{"Cases" if rows == "case" else "Requirements"}</h2>'

@@ -16,6 +16,8 @@ import weakref
 from collections.abc import Collection, Hashable, Iterable
 from typing import Any
 
+from policyspec.environment import run_seed
+from policyspec.harness.shapes import shape_of
 from policyspec.lineproto.child import PROTOCOL, Child, ChildError
 from policyspec.subject import ALL_CAPABILITIES, Subject, offload_key
 
@@ -24,6 +26,7 @@ __all__ = [
     "ExecTarget",
     "PolicyError",
     "RemoteBlock",
+    "RemoteEnvironment",
     "RemoteKeyError",
     "RemotePolicy",
 ]
@@ -102,14 +105,16 @@ class RemotePolicy:
         self._ask({"op": "remove", "key": key})
 
     def touch(self, keys: Iterable[Hashable]) -> None:
-        self._ask({"op": "touch", "keys": list(keys)})
+        shape = shape_of(keys)  # (before a generator is read)
+        self._ask({"op": "touch", "keys": list(keys), "shape": shape})
 
     def evict(self, n: int, protected: Collection[Hashable]) -> Any:
         try:
             shown = sorted(protected)  # type: ignore[type-var]
         except TypeError:
             shown = list(protected)
-        result = self._ask({"op": "evict", "n": n, "protected": shown})
+        result = self._ask({"op": "evict", "n": n, "protected": shown,
+                            "shape": shape_of(protected)})
         if not isinstance(result, list):
             return result
         pairs: list[Any] = []
@@ -133,6 +138,35 @@ class RemotePolicy:
         raise TypeError("a policy living in a child process cannot be copied")
 
 
+class RemoteEnvironment:
+    """The clock and random stream of the policy in a child process
+    (policyspec.environment): the child keeps them (``seed`` in ``create``),
+    clock steps travel as ``clock`` requests, and the child's answers say
+    whether the policy read the clock (spec/protocol.md). A child that does
+    not offer the ``clock`` capability reports no reads, so it never gets
+    clock steps."""
+
+    def __init__(self, target: ExecTarget) -> None:
+        self._target = target
+
+    @property
+    def read_clock(self) -> bool:
+        return self._target.clock_read
+
+    @property
+    def read_wall_after_back(self) -> bool:
+        return self._target.wall_after_back
+
+    def step(self, ms: int) -> None:
+        self._target.step_clock(ms)
+
+    def enter(self) -> object:
+        return None
+
+    def leave(self, outer: object) -> None:
+        return None
+
+
 class ExecTarget:
     """A policy program run as ``command``; ``subject`` is what the engines
     drive. Close it (or use ``with``) to end the child; it is also ended
@@ -149,11 +183,16 @@ class ExecTarget:
         self.args_report: str | None = None
         """What the child's last answer said of the argument containers
         (its ``args`` field), until ``take_args_report`` reads it."""
+        self.clock_read = False
+        self.wall_after_back = False
+        """What the child's answers said of the current policy's clock reads."""
         hello = self._hello()
         wanted = hello.get("capabilities", sorted(ALL_CAPABILITIES))
         capabilities = frozenset(c for c in wanted if c in ALL_CAPABILITIES) - {"touch"}
         if hello.get("touch", True) is not False:  # a vLLM 0.34 (R10) runner says false
             capabilities |= {"touch"}
+        self.controls_clock = "clock" in wanted
+        """The child runs its policy on a virtual clock it steps on request."""
         name = str(hello.get("name") or command)
         make_key = _int_key if keys == "int" else _hex_key
         self.subject = Subject(
@@ -163,6 +202,7 @@ class ExecTarget:
             make_key=make_key,
             capabilities=capabilities,
             argument_report=self.take_args_report,
+            environment=self.environment,
             notes=(f"policy {name!r} in a child process (spec/protocol.md, keys as {keys})",),
         )
 
@@ -186,10 +226,29 @@ class ExecTarget:
             self._hello()
         self.generation += 1
         self.blocks = {}
-        answer = self.child.request({"op": "create", "capacity": capacity})
+        # What the child said of the last policy's arguments is that policy's
+        # (a failure may have ended its run before the harness read it): a
+        # report left over would be charged to the new policy's first call,
+        # so the same trace would fail at another step on every replay.
+        self.args_report = None
+        self.clock_read = self.wall_after_back = False
+        answer = self.child.request({"op": "create", "capacity": capacity, "seed": run_seed()})
         if not answer["ok"]:
             raise PolicyError(f"create({capacity}) failed: {answer.get('error')}")
         return RemotePolicy(self, self.generation)
+
+    def environment(self) -> RemoteEnvironment:
+        """The environment of the policy about to be built (``Subject.environment``)."""
+        return RemoteEnvironment(self)
+
+    def step_clock(self, ms: int) -> None:
+        """A clock step of the current policy's clock (nothing for a child
+        that does not offer ``clock``)."""
+        if not self.controls_clock or not self.child.alive:
+            return
+        answer = self.child.request({"op": "clock", "ms": ms})
+        if not answer["ok"]:
+            raise ChildError(f"clock step of {ms} ms failed: {answer.get('error')}")
 
     def make_block(self, ref_cnt: int, block_id: int) -> RemoteBlock:
         return RemoteBlock(self, ref_cnt, block_id)
@@ -204,6 +263,10 @@ class ExecTarget:
         args = answer.get("args")
         if isinstance(args, str):
             self.args_report = args
+        clock = answer.get("clock")
+        if isinstance(clock, dict):
+            self.clock_read = bool(clock.get("read"))
+            self.wall_after_back = bool(clock.get("wall_after_back"))
         if not answer["ok"]:
             text = str(answer.get("error", "the policy raised"))
             raise (RemoteKeyError if text.startswith("KeyError") else PolicyError)(text)

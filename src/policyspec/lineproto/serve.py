@@ -7,7 +7,9 @@ server in a child process, under a memory limit: a policy that calls
 the checker, which reports API-PROCESS-ALIVE. The server loads TARGET with
 the same adapters as an in-process check (stand-ins, API revisions), makes
 real blocks with the subject's own block type, and answers one JSON line
-per request (spec/protocol.md).
+per request (spec/protocol.md). Its policy reads a virtual clock and gets a
+random stream seeded from ``create`` (policyspec.environment), stepped by
+``clock`` requests, as a policy in the checker's process does.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from policyspec.environment import LocalEnvironment, active, controlled
+from policyspec.harness.shapes import KEY_SHAPES, passed
 from policyspec.keymap import KeyMap
 from policyspec.lineproto.child import PROTOCOL
 
@@ -41,6 +45,8 @@ class Server:
         self.blocks: dict[int, Any] = {}
         self.keys = KeyMap(self.subject.make_key)
         self.key = self.keys.real
+        self.environment = LocalEnvironment()
+        """The current policy's clock and random stream (policyspec.environment)."""
         self.given: deque[tuple[str, Any, Any]] = deque(maxlen=16)
         """The last argument containers handed to the policy, each with a
         copy taken before its call: the runner's own copies never reach the
@@ -51,11 +57,25 @@ class Server:
         return repr(real) if k is None else k
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        """``_answer``, plus ``args``: after every policy call, whether the
-        policy changed any container it was given (spec/protocol.md)."""
-        reply = self._answer(request)
-        if request.get("op") not in ("hello", "create", "set_ref") and self.given:
+        """``_answer`` (a policy call with its environment in place), plus
+        after every policy call ``clock`` once the policy read its clock, and
+        ``args``: whether the policy changed any container it was given
+        (spec/protocol.md)."""
+        op = request.get("op")
+        if op in ("hello", "create", "set_ref", "clock"):
+            return self._answer(request)
+        with active(self.environment):
+            try:
+                reply = self._answer(request)
+            except MemoryError:
+                raise
+            except (Exception, SystemExit) as exc:  # the policy's fault, with what it read
+                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        if self.given:
             reply["args"] = self._changed()
+        if self.environment.read_clock:
+            reply["clock"] = {"read": True,
+                              "wall_after_back": self.environment.read_wall_after_back}
         return reply
 
     def _changed(self) -> str:
@@ -68,6 +88,18 @@ class Server:
                 return (f"the {what} given to {op} was changed by the policy (now "
                         f"{len(container)} items, was {len(original)})")
         return ""
+
+    def container(self, op: str, request: dict[str, Any], reals: list[Any]) -> Any:
+        """The keys of ``op`` in the shape the runner passed its own policy
+        (``shape``; a list for touch, a set for evict when it says none),
+        kept with a copy when the policy could change it (a list or a set)."""
+        shape = str(request.get("shape", "list" if op == "touch" else "set"))
+        given = passed(shape if shape in KEY_SHAPES else "list", reals)
+        if isinstance(given, list):
+            self.given.append((op, given, list(given)))
+        elif isinstance(given, set):
+            self.given.append((op, given, set(given)))
+        return given
 
     def handle(self, block: object) -> object:
         """The wire handle of a block the policy returned: its id, or a
@@ -86,12 +118,18 @@ class Server:
         op = request.get("op")
         if op == "hello":
             return {"ok": True, "protocol": PROTOCOL, "name": self.subject.name,
-                    "capabilities": sorted(self.subject.capabilities & {"clear", "mark"}),
+                    "capabilities": [*sorted(self.subject.capabilities & {"clear", "mark"}),
+                                     "clock"],
                     "touch": self.subject.has("touch")}
         if op == "create":
             self.blocks = {}
             self.given.clear()
-            self.policy = self.subject.build(int(request["capacity"]))
+            self.environment = LocalEnvironment(int(request.get("seed", 0)))
+            with active(self.environment):
+                self.policy = self.subject.build(int(request["capacity"]))
+            return {"ok": True}
+        if op == "clock":
+            self.environment.step(int(request["ms"]))
             return {"ok": True}
         if op == "set_ref":
             self.blocks[int(request["id"])].ref_cnt = int(request["ref_cnt"])
@@ -106,13 +144,12 @@ class Server:
         if op == "get":
             return {"ok": True, "result": self.handle(policy.get(self.key(request["key"])))}
         if op == "touch":
-            keys = [self.key(k) for k in request["keys"]]
-            self.given.append(("touch", keys, list(keys)))
+            keys = self.container("touch", request, [self.key(k) for k in request["keys"]])
             policy.touch(keys)
             return {"ok": True}
         if op == "evict":
-            protected = {self.key(k) for k in request["protected"]}
-            self.given.append(("evict", protected, set(protected)))
+            protected = self.container("evict", request,
+                                       [self.key(k) for k in request["protected"]])
             return {"ok": True, "result": self.pairs(policy.evict(int(request["n"]), protected))}
         if op in ("remove", "mark_evictable", "mark_non_evictable"):
             getattr(policy, op)(self.key(request["key"]))
@@ -152,6 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     server = Server(args.target, api=args.api, stand_in=not args.no_stand_in,
                     placeholders=args.placeholders)
+    with controlled():
+        return _serve(server)
+
+
+def _serve(server: Server) -> int:
+    """Answer each request line until stdin ends."""
     out = sys.stdout
     for line in sys.stdin:
         try:

@@ -43,7 +43,9 @@ Action = tuple[Any, ...]
 request level (model/request.py), each its own call: ("set_positions", r,
 ((key, position), ...)), ("insert", key, ref_cnt, r), ("on_store_miss", r,
 keys_tuple), ("on_request_access", r, keys_tuple), ("on_request_finished",
-r, groups, insertion_only, reused)"""
+r, groups, insertion_only, reused); and time: ("clock", ms), the policy's
+clock moves ms milliseconds (ms < 0: the wall clock steps back), always
+legal and no call (policyspec.environment; no requirement depends on time)"""
 
 Primitive = tuple[Any, ...]
 """A policy call (``insert``, ``remove``, ``touch``, ``mark_evictable``,
@@ -69,6 +71,8 @@ def is_legal(state: State, action: Action, requests: Requests | None = None) -> 
     op = action[0]
     if op in REQUEST_ACTIONS:
         return _request_legal(state, requests or Requests(), action)
+    if op == "clock":
+        return True
     if op == "insert":
         return can_insert(state, action[1], action[2])
     if op == "finish_store":

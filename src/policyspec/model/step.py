@@ -258,6 +258,8 @@ class ProfileModel:
                 if shown and not self.pending.issuperset(shown):  # the profile judges it
                     model = replace(self, pending=self.pending | frozenset(shown))
             return Step(model, call[1] in self.state.refs, True, None, ())
+        if op == "clock":  # time passes: nothing the model holds moves
+            return Step(self, None, True, None, ())
         state = _CORE[op](self.state, *call[1:])
         ext: Any = self.ext
         ids: tuple[str, ...] = ()

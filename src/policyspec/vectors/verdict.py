@@ -23,6 +23,7 @@ from policyspec.subject import Subject
 from policyspec.trace_record import encode_action
 from policyspec.vectors.runner import CaseResult
 from policyspec.vectors.schema import read_vectors, vector_files
+from policyspec.verdict import decide
 
 __all__ = ["CaseAction", "actions_of", "replay_report"]
 
@@ -175,12 +176,12 @@ def replay_report(
         ))
         if not result.passed:
             failures.append(_case_failure(subject, case, result))
-    levels = {f.level for f in failures}
-    verdict = "fail" if "MUST" in levels or (strict and levels) else "pass"
+    verdict = decide(rows, failures, strict=strict)
     return Report(
         target=subject.name,
         profile=profile.name,
-        verdict=verdict,
+        verdict=verdict.name,
+        verdict_reason=verdict.reason,
         requirements=rows,
         failures=failures,
         stats={"cases": len(results), "failed": len(failures), "seconds": round(seconds, 3),

@@ -1,0 +1,129 @@
+"""The verdict rule, written once: a run's requirement statuses and failures
+(and whether it was strict, stopped or had engine errors) give its verdict,
+a one-line reason and its exit code. ``policyspec check``, the pytest
+plugin, merged shards, ``--known-failing`` and vector replays all call
+``decide``, so a report read back or merged gets the verdict its run got.
+
+The rule, first match wins (spec/report.md, "Verdicts"):
+
+1. ``fail``: a MUST failed, or a SHOULD under ``--strict``, or a
+   ``--known-failing`` entry is stale. A failure found is a fact about the
+   policy, so it stands beside an engine error or an interruption.
+2. ``interrupted``: stopped before the end (what ran is reported).
+3. ``error``: an engine could not run to the end (a fault of the checker or
+   the run, not a verdict on the policy).
+4. ``incomplete``: no failure, but the time limit (``--time-limit``)
+   stopped the run before the work its budget asks for was done: what ran
+   passed, which is not a pass.
+5. ``unjudged``: no failure, but a MUST that applies to the policy stayed
+   n/a or not tested, so conformance was not shown. A requirement applies
+   unless the policy's API revision lacks the calls it needs (the request
+   hooks on R3) or the run's mode cannot observe it at all
+   (API-PROCESS-ALIVE without ``--isolate``); those stay a plain n/a or
+   not tested (``RequirementStatus.applies``).
+6. ``pass``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from policyspec.exits import (
+    EXIT_CONFORMS,
+    EXIT_FAILS,
+    EXIT_INCOMPLETE,
+    EXIT_UNJUDGED,
+    EXIT_USAGE,
+)
+from policyspec.report import NA, NOT_TESTED, FailureReport, RequirementStatus
+
+__all__ = [
+    "ERROR",
+    "FAIL",
+    "INCOMPLETE",
+    "INTERRUPTED",
+    "PASS",
+    "UNJUDGED",
+    "VERDICTS",
+    "Verdict",
+    "decide",
+    "exit_code",
+    "unjudged_musts",
+]
+
+PASS, FAIL, UNJUDGED, ERROR, INTERRUPTED = "pass", "fail", "unjudged", "error", "interrupted"
+INCOMPLETE = "incomplete"
+VERDICTS = (PASS, FAIL, UNJUDGED, INCOMPLETE, ERROR, INTERRUPTED)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verdict and why, in one line (empty for a plain pass or fail)."""
+
+    name: str
+    reason: str = ""
+
+
+def unjudged_musts(statuses: Iterable[RequirementStatus]) -> list[RequirementStatus]:
+    """The MUSTs that apply to the policy and stayed n/a or not tested."""
+    return [s for s in statuses
+            if s.level == "MUST" and s.applies and s.status in (NA, NOT_TESTED)]
+
+
+def decide(
+    statuses: Sequence[RequirementStatus],
+    failures: Sequence[FailureReport],
+    *,
+    strict: bool,
+    errors: Sequence[str] = (),
+    interrupted: bool = False,
+    stale: Sequence[str] = (),
+    incomplete: str | None = None,
+) -> Verdict:
+    """The verdict of a run (module text). ``failures`` are those that
+    count (a ``--known-failing`` entry's are already taken out); ``stale``
+    lists known-failing entries that pass now; ``incomplete`` says how much
+    of its work a run the time limit stopped did (None: all of it)."""
+    levels = {f.level for f in failures}
+    if "MUST" in levels or (strict and "SHOULD" in levels) or stale:
+        beside = []
+        if errors:
+            beside.append(f"{len(errors)} engine error{'s' if len(errors) > 1 else ''} "
+                          "listed above")
+        if interrupted:
+            beside.append("interrupted before the end")
+        return Verdict(FAIL, "; ".join(beside))
+    if interrupted:
+        return Verdict(INTERRUPTED)
+    if errors:
+        return Verdict(ERROR)
+    if incomplete is not None:
+        return Verdict(INCOMPLETE, incomplete)
+    open_ = unjudged_musts(statuses)
+    if open_:
+        shown = ", ".join(f"{s.id} ({_status_word(s.status)}: {s.reason or 'no reason given'})"
+                          for s in open_)
+        count = len(open_)
+        return Verdict(UNJUDGED, f"{count} MUST{'s' if count > 1 else ''} not judged: {shown}")
+    return Verdict(PASS)
+
+
+def exit_code(verdict: str, failures: bool) -> int:
+    """The process exit code of a verdict (spec/report.md, "Exit codes"):
+    0 pass, 1 fail or interrupted, 3 unjudged, 4 incomplete, 2 an error
+    without any failure (the check could not run), 1 an error beside SHOULD
+    failures."""
+    if verdict == PASS:
+        return EXIT_CONFORMS
+    if verdict == UNJUDGED:
+        return EXIT_UNJUDGED
+    if verdict == INCOMPLETE:
+        return EXIT_INCOMPLETE
+    if verdict == ERROR and not failures:
+        return EXIT_USAGE
+    return EXIT_FAILS
+
+
+def _status_word(status: str) -> str:
+    return "n/a" if status == NA else "not tested"
