@@ -270,7 +270,7 @@ class _Session:
             self.do(("start_read", self.rng.choice(ready)))
 
 
-RATE = 115.0
+RATE = 100.0
 """Sessions per work unit (run.budget): calibrated in benchmarks/results.txt,
 budgets."""
 

@@ -99,6 +99,9 @@ as LONG_EVERY examples of EXAMPLE_STEPS actions."""
 LONG_FIRST = 64
 """The example that is the first long run (the ones before it are the
 ordinary examples every budget gets)."""
+LONG_COST = 700
+"""Examples' worth of work a long run counts for (about what it costs on
+the reference LRU): a budget too small for it makes none."""
 LONG_STEPS = 3 * FAST_LONG_CAPACITY
 """Actions of a long run: enough to fill 10^5 blocks and work them full."""
 LONG_SWEEP = FAST_LONG_CAPACITY
@@ -134,6 +137,10 @@ def run_fast(
     rng = random.Random(seed)
     refinement = profile.refinement
     fast = refinement is None or refinement.keeps_idle_order
+    if examples is None and not fast:
+        # Every action through the model and the refinement: an example
+        # costs about RATE / RATE_LOCKSTEP of the fast path's.
+        run.planned = planned = max(1, round(units * RATE_LOCKSTEP))
     # Without touch (R10) a policy's recency comes only from the hooks: the
     # lockstep path gets request traffic too.
     source = _source(subject, rng, _pool(capacity), capacity,
@@ -213,14 +220,18 @@ def _run_driver(
     pending: tuple[int, list[Action], Difference] | None = None
     """A long run's failure that shows at an ordinary capacity: judged at the
     end unless an ordinary example finds it (with a shorter witness)."""
-    while run.examples < examples:
+    work = 0
+    """Examples' worth of work done (a long run counts LONG_COST)."""
+    while work < examples:
         if capped(cap):
             run.capped = True
             break
-        if long and run.examples % LONG_EVERY == LONG_FIRST:
+        if (long and run.examples % LONG_EVERY == LONG_FIRST
+                and examples - work >= LONG_COST):
             if long_keys is None:
                 long_keys = KeyMap(subject.make_key)
             longs += 1
+            work += LONG_COST
             peak, later = _long_example(run, subject, profile, capacity, seed, run.examples,
                                         cap, must, soft, sightings, long_keys)
             largest = max(largest, peak)
@@ -228,6 +239,7 @@ def _run_driver(
             if run.findings or run.error or sightings.stopped():
                 break
             continue
+        work += 1
         size, source = turns[run.examples % len(turns)]
         if isinstance(source, RequestSource):
             source.begin()
@@ -579,9 +591,11 @@ SHRINK_TRIES = 1000
 """Replays the engine shrinks one finding with (the report's minimiser goes
 on from the result)."""
 
-RATE = 1600.0
+RATE = 1400.0
 """Examples of EXAMPLE_STEPS actions per work unit (run.budget): calibrated
 in benchmarks/results.txt, budgets."""
+RATE_LOCKSTEP = 100.0
+"""The same for a refinement without a fast oracle (``_run_lockstep``)."""
 
 
 def _judge(

@@ -536,7 +536,7 @@ def run_manager(
     return run
 
 
-RATE = 105.0
+RATE = 90.0
 """Examples per work unit (run.budget): calibrated in
 benchmarks/results.txt, budgets."""
 

@@ -523,7 +523,7 @@ SHRINK_TRIES = 1000
 """Replays the engine shrinks one finding with (the report's minimiser
 goes on from the result)."""
 
-RATE = 80.0
+RATE = 70.0
 """Traffic examples per work unit (run.budget): calibrated in
 benchmarks/results.txt, budgets."""
 

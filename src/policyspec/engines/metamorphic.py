@@ -703,7 +703,7 @@ MINIMISE_TRIES = 1500
 """Candidate sequences the engine's minimising of one difference may try
 (a count, so that the same seed gives the same witness on any machine)."""
 
-RATE = 25.0
+RATE = 21.0
 """Sequences S per work unit (run.budget): calibrated in
 benchmarks/results.txt, budgets."""
 

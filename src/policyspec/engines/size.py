@@ -430,7 +430,7 @@ def run_size(
     most = HUGE if player.fast else LOCKSTEP_MOST
     sightings = current_sightings()
     largest = 0
-    left = round(units * RATE)
+    left = round(units * (RATE if player.fast else RATE_LOCKSTEP))
     """Keys of scenario work left (``_work``)."""
     index = skipped = 0
     while (run.examples < examples) if examples is not None else left > 0:
@@ -518,9 +518,12 @@ def _judge(
                     capacity=capacity))
 
 
-RATE = 1_300_000
+RATE = 1_100_000
 """Keys of scenario work (``_work``) per work unit (run.budget): calibrated
 in benchmarks/results.txt, budgets."""
+RATE_LOCKSTEP = 80_000
+"""The same for a refinement without a fast oracle (``Player._lockstep``:
+every call through the model and the refinement)."""
 SKIPS_MOST = 4 * len(TIERS)
 """Draws in a row too large for the work left after which a run stops (every
 tier has come round four times)."""

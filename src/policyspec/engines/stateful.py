@@ -660,7 +660,7 @@ SMALL_SHARE = 0.4
 """The share of the stateful engine's examples that are small only (16 or
 the run's capacity, as before sizes were drawn)."""
 
-RATE = 62.0
+RATE = 52.0
 """Examples per work unit (run.budget): calibrated in
 benchmarks/results.txt, budgets."""
 
