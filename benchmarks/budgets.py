@@ -12,7 +12,8 @@ from typing import Any
 
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
-from policyspec.session import BUDGETS, run_check
+from policyspec.run.budget import BUDGETS
+from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 
 __all__ = ["measure_budget"]
@@ -22,6 +23,6 @@ def measure_budget(name: str) -> dict[str, Any]:
     """The stats of one ``run_check`` with budget ``name``, plus its verdict."""
     report = run_check(subject_from_class(LRUCachePolicy), get_profile("lru"), budget=name)
     stats = dict(report.stats)
-    stats["budget_seconds"] = BUDGETS[name].seconds
+    stats["budget_units"] = BUDGETS[name].units
     stats["verdict"] = report.verdict
     return stats

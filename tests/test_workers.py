@@ -19,14 +19,15 @@ from policyspec.workers import copy_seed, plan
 HERE = Path(__file__).parent
 
 
-def test_copy_zero_makes_the_single_jobs_run_and_the_space_is_split() -> None:
+def test_the_parts_are_the_same_with_any_jobs_and_the_space_is_split() -> None:
     chosen = [ENGINES[name] for name in ("fast", "stateful", "exhaustive", "seed-errors")]
     one = plan(chosen, 10.0, 5, (1, 1), 1, shard_seed)
     two = plan(chosen, 10.0, 5, (1, 1), 2, shard_seed)
-    copies_zero = [(i.engine, i.seed) for i in two if i.copy == 0]
-    assert copies_zero == [(i.engine, i.seed) for i in one]
+    parts = [(i.engine, i.copy, i.seed, i.units) for i in two if i.engine != "exhaustive"]
+    assert parts == [(i.engine, i.copy, i.seed, i.units) for i in one
+                     if i.engine != "exhaustive"]  # the same work, whatever --jobs
     fast = [i for i in two if i.engine == "fast"]
-    assert [i.seed for i in fast] == [5, copy_seed(5, 1)] and len({i.seconds for i in fast}) == 1
+    assert [i.seed for i in fast] == [5, copy_seed(5, 1)] and len({i.units for i in fast}) == 1
     assert [i.shard for i in two if i.engine == "exhaustive"] == [(1, 2), (2, 2)]
     assert [i.engine for i in two].count("seed-errors") == 1  # measures: runs once
     assert two[0].engine == "seed-errors" and two[1].engine == "fast"  # quickest finders first
