@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 REFERENCE = "policyspec.reference.lru:LRUCachePolicy"
-REFERENCE_033 = "policyspec.reference.lru_033:LRU033CachePolicy"
+REFERENCE_033 = "policyspec.reference.lru033:LRU033CachePolicy"
 
 
 def record_history(path: Path, calls: int, seed: int = 7) -> tuple[int, float]:
@@ -376,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
             calls, rates = judge_speed(short, profiles, args.repeats)
             say(f"   {'+'.join(profiles):<9} {statistics.median(rates):>12,.0f} calls/s   "
                 f"(min {min(rates):,.0f}, max {max(rates):,.0f}; {calls:,} calls)")
-        for target, profile in (("policyspec.reference.lru_033:LRU033CachePolicy", "lru-0.33"),
+        for target, profile in (("policyspec.reference.lru033:LRU033CachePolicy", "lru-0.33"),
                                 ("policyspec.reference.arc:ARCCachePolicy", "arc")):
             if "1" not in sections:
                 break

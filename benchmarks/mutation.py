@@ -70,10 +70,13 @@ TARGETS: tuple[Target, ...] = (
     # the capacities it draws.
     Target("src/policyspec/reference/arc.py", "policyspec.reference:ARCCachePolicy", "arc",
            ("--capacity", "8"), (("--engine", "size"),)),
-    Target("src/policyspec/reference/lru_033.py", "policyspec.reference:LRU033CachePolicy",
+    Target("src/policyspec/reference/lru034.py", "policyspec.reference:LRU034CachePolicy",
+           "lru-0.34"),
+    Target("src/policyspec/reference/lru033.py", "policyspec.reference:LRU033CachePolicy",
            "lru-0.33"),
 )
-"""One line per reference policy (the 0.33 references join here)."""
+"""One line per reference module: vLLM 0.34's request-ranked LRU (lru034.py)
+and what 0.33's adds to it (lru033.py, touch)."""
 
 
 @dataclass

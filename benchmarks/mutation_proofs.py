@@ -119,7 +119,7 @@ def arc_session(policy_class: Any, ghosts: int, hit: bool, k: int, r0: int, r1: 
 
 def lru033_session(policy_class: Any, k: int, r0: int, r1: int, placed: bool, cleared: bool,
                    reused: bool, touched: bool, n: int, p0: bool, p1: bool) -> object:
-    """The 0.33 LRU at capacity 3. Up to two keys (states r0, r1) stored by
+    """The request-ranked LRU (0.34's, or 0.33's with touch) at capacity 3. Up to two keys (states r0, r1) stored by
     one request, at positions 0 and 1 when ``placed``; when ``cleared``, a
     clear and the same keys stored again by the same request (its rank is
     stale then); when ``reused``, a second request accesses them and
@@ -140,7 +140,7 @@ def lru033_session(policy_class: Any, k: int, r0: int, r1: int, placed: bool, cl
         second = Context({0: 0, 1: 1})
         policy.on_request_access(keys, second)
         policy.on_request_finished([keys], set(), set(keys), second)
-    if touched and k:
+    if touched and k and hasattr(policy, "touch"):  # vLLM 0.33's (0.34's has none)
         policy.touch([0], first)
     got = policy.evict(n, {key for key, flag in enumerate((p0, p1)) if flag})
     return _victims(got), sorted(policy.chunks), [key for _, key in policy.idle]
@@ -162,7 +162,7 @@ DRIVERS: dict[str, Driver] = {
     "arc.py": Driver("arc_session", "ARCCachePolicy", (
         ("ghosts", "int"), ("hit", "bool"), ("k", "int"), ("r0", "int"), ("r1", "int"),
         ("frequent", "bool"), ("n", "int"), ("p0", "bool"))),
-    "lru_033.py": Driver("lru033_session", "LRU033CachePolicy", (
+    "lru034.py": Driver("lru033_session", "LRU034CachePolicy", (
         ("k", "int"), ("r0", "int"), ("r1", "int"), ("placed", "bool"), ("cleared", "bool"),
         ("reused", "bool"), ("touched", "bool"), ("n", "int"), ("p0", "bool"), ("p1", "bool"))),
 }

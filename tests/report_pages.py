@@ -23,7 +23,7 @@ ARC = "policyspec.reference:ARCCachePolicy"
 
 UNJUDGED = 3
 """``check``'s exit code for a run without failure: the exhaustive engine
-alone leaves the MUSTs other engines exercise unjudged (policyspec.verdict)."""
+alone leaves the MUSTs other engines exercise unjudged (policyspec.reports.verdict)."""
 
 
 def check(target: str, out: Path, *extra: str, profile: str = "core", depth: int = 3,

@@ -11,12 +11,12 @@ import pytest
 
 from policyspec.adapters import subject_for_class
 from policyspec.engines import ENGINES, Engine, EngineContext, EngineRun, register_engine
-from policyspec.engines.action_source import KINDS, ActionSource
 from policyspec.harness import Lockstep
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
-from policyspec.report import NOT_TESTED, PASS
+from policyspec.reports.report import NOT_TESTED, PASS
 from policyspec.session import run_check
+from policyspec.sources.action_source import KINDS, ActionSource
 
 NEVER = ("remove", "touch", "clear")
 

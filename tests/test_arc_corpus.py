@@ -2,7 +2,7 @@
 BUGS.md that ARC had) is caught under ``--profile arc`` with the
 requirement its header names and no other MUST id; the reference ARC
 conforms; the reference LRU and ARC each fail the other's profile, saying
-where; and attribution (engines/explain.py with model/arc_diagnosis.py)
+where; and attribution (witness/explain.py with model/arc_diagnosis.py)
 names the operation that went wrong on hand-made traces.
 
 Headers follow tests/test_corpus.py: ``faulty: ID profile=arc
@@ -25,17 +25,17 @@ import pytest
 
 from policyspec.adapters import subject_for_class
 from policyspec.engines import ENGINES
-from policyspec.engines.explain import culprit
-from policyspec.engines.reproduce import failure_of
 from policyspec.model import arc_diagnosis
 from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.registry import load_registry
-from policyspec.report import Report
+from policyspec.reports.report import Report
 from policyspec.session import run_check
 from policyspec.subject import Subject, subject_from_class
+from policyspec.witness.explain import culprit
+from policyspec.witness.reproduce import failure_of
 
 FAULTY = sorted((Path(__file__).parent / "faulty").glob("arc_*.py"))
 BUDGET = 4.0

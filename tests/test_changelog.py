@@ -23,8 +23,8 @@ from policyspec.changelog import (
     required_bump,
     state_after,
 )
-from policyspec.known_failing import read_known_failing
 from policyspec.registry import load_registry, spec_dir
+from policyspec.reports.known_failing import read_known_failing
 
 VERSIONS = load_changelog()
 

@@ -19,7 +19,7 @@ from policyspec.adapters import subject_for_class
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.registry import load_registry
-from policyspec.report import Report
+from policyspec.reports.report import Report
 from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 

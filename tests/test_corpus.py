@@ -34,7 +34,7 @@ unless the header lists it under ``also``. (``report.failures`` is sorted
 by level and id, so "the first failure" would mean "alphabetically first",
 not "found first"; "present and alone" is the stricter test.) A SHOULD id
 (EVICT-LIVENESS) must be reported, leave the verdict at pass (or unjudged,
-when the engines named leave MUSTs to others: policyspec.verdict), and
+when the engines named leave MUSTs to others: policyspec.reports.verdict), and
 fail the run with strict. Where the suite is known to report another id than the
 spec's, SUITE_GAPS says which, and the test is a strict xfail: it turns red
 the day the suite reports the spec's id (then delete the entry) or anything
@@ -57,7 +57,7 @@ from policyspec.adapters import subject_for_class
 from policyspec.engines import ENGINES
 from policyspec.profiles import get_profile
 from policyspec.registry import load_registry
-from policyspec.report import Report
+from policyspec.reports.report import Report
 from policyspec.session import run_check
 from policyspec.subject import Subject
 

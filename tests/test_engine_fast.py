@@ -22,12 +22,9 @@ from hypothesis import strategies as st
 
 from policyspec.adapters import subject_for_class
 from policyspec.cli import main
-from policyspec.engines.action_source import ActionSource, actions_of
 from policyspec.engines.fast import run_fast
-from policyspec.engines.fast_driver import Driver
-from policyspec.engines.oracle import FastOracle
 from policyspec.harness import Lockstep
-from policyspec.keymap import KeyMap
+from policyspec.harness.keymap import KeyMap
 from policyspec.model.actions import is_legal
 from policyspec.model.evict import eligible
 from policyspec.model.preconditions import (
@@ -40,6 +37,9 @@ from policyspec.model.step import PREDICT, ProfileModel
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.session import run_check, shard_seed
+from policyspec.sources.action_source import ActionSource, actions_of
+from policyspec.sources.fast_driver import Driver
+from policyspec.sources.oracle import FastOracle
 from policyspec.strategies import key_lists, keys, protected_sets, states
 from policyspec.subject import Subject, subject_from_class
 

@@ -1,4 +1,4 @@
-"""The fast engine's request traffic (engines/request_source.py): vLLM
+"""The fast engine's request traffic (sources/request_source.py): vLLM
 0.33's manager with requests and hooks, where the subject has them.
 
 Its actions stay inside the caller contract with the requests it opened,
@@ -23,20 +23,20 @@ import pytest
 
 from benchmarks.engine_speed import SeedLRUAtR9
 from policyspec.adapters import subject_for_class
-from policyspec.engines.action_source import Run, actions_of
 from policyspec.engines.fast import SMALL_CAPACITY, run_fast
-from policyspec.engines.fast_driver import Driver
-from policyspec.engines.reproduce import failure_of
-from policyspec.engines.request_source import RequestSource
 from policyspec.harness import Lockstep
-from policyspec.keymap import KeyMap
+from policyspec.harness.keymap import KeyMap
 from policyspec.model.actions import is_legal
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import get_profile
 from policyspec.reference import LRU033CachePolicy, LRUCachePolicy
 from policyspec.registry import load_registry
 from policyspec.session import run_check
+from policyspec.sources.action_source import Run, actions_of
+from policyspec.sources.fast_driver import Driver
+from policyspec.sources.request_source import RequestSource
 from policyspec.subject import Subject
+from policyspec.witness.reproduce import failure_of
 
 HOOKS = Path(__file__).parent / "faulty" / "hooks"
 LRU_R9 = subject_for_class(SeedLRUAtR9, api="R9")

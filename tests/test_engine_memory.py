@@ -14,7 +14,7 @@ from policyspec.engines import ENGINES
 from policyspec.engines.arc_memory import run_arc_memory
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRU033CachePolicy
-from policyspec.reference.lru_033 import RequestRank
+from policyspec.reference.lru033 import RequestRank
 
 EXAMPLES = 60
 
@@ -107,7 +107,7 @@ def test_the_references_pass(cls: type, profile: str, engine: str) -> None:
 def test_a_memory_fault_is_caught(cls: type, profile: str, engine: str, ids: set[str]) -> None:
     """The engine's own id: the step that went wrong, or the profile's order
     id when only a later victim showed it (the report's attribution, which
-    engines/explain.py does, names the operation)."""
+    witness/explain.py does, names the operation)."""
     ids = ids | {"ARC-EVICT-ORDER" if profile == "arc" else "LRU033-EVICT-ORDER"}
     found = _findings(cls, profile, engine)
     assert found, f"{cls.__name__} passed {engine}"

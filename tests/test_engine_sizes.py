@@ -1,4 +1,4 @@
-"""Size as a dimension of the random engines (engines/sizes.py): the
+"""Size as a dimension of the random engines (sources/sizes.py): the
 stateful engine draws a capacity per example, from 16 to 10,000 with the
 thresholds and their neighbours, and calls of thousands of keys; the fast
 engine makes long runs at a capacity of 10^5; ``--capacity`` fixes one
@@ -19,18 +19,8 @@ from hypothesis.stateful import get_state_machine_test
 from test_corpus import FAULTY, load_policy, read_header
 
 from policyspec.adapters import subject_for_class
-from policyspec.engines.action_source import LONG_RUN, ActionSource
 from policyspec.engines.fast import LONG_FIRST, run_fast
 from policyspec.engines.manager import manager_machine, run_manager
-from policyspec.engines.oracle import FastOracle
-from policyspec.engines.reproduce import failure_of
-from policyspec.engines.sizes import (
-    CAPACITIES,
-    FAST_LONG_CAPACITY,
-    THRESHOLDS,
-    peak_keys,
-    smaller_capacities,
-)
 from policyspec.engines.stateful import (
     SMALL_CAPACITY,
     CheckedMachine,
@@ -43,6 +33,16 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
 from policyspec.session import CheckOptions, run_check
+from policyspec.sources.action_source import LONG_RUN, ActionSource
+from policyspec.sources.oracle import FastOracle
+from policyspec.sources.sizes import (
+    CAPACITIES,
+    FAST_LONG_CAPACITY,
+    THRESHOLDS,
+    peak_keys,
+    smaller_capacities,
+)
+from policyspec.witness.reproduce import failure_of
 
 CORE = get_profile("core")
 

@@ -20,8 +20,6 @@ from typing import Any, ClassVar
 import jsonschema
 import pytest
 
-from policyspec.engines.render import describe, repro
-from policyspec.engines.snapshot import fork
 from policyspec.environment import (
     MONOTONIC_START,
     WALL_START,
@@ -30,14 +28,16 @@ from policyspec.environment import (
     controlled,
 )
 from policyspec.harness import Lockstep
-from policyspec.html.run_page import render_run_page
+from policyspec.harness.snapshot import fork
 from policyspec.profiles import get_profile
 from policyspec.reference.lru import LRUCachePolicy
 from policyspec.registry import spec_dir
-from policyspec.report import NA, NOT_TESTED, Report, dumps
+from policyspec.reports.html.run_page import render_run_page
+from policyspec.reports.report import NA, NOT_TESTED, Report, dumps
+from policyspec.reports.verdict import unjudged_musts
 from policyspec.session import CheckOptions, check_target
 from policyspec.subject import subject_from_class
-from policyspec.verdict import unjudged_musts
+from policyspec.witness.render import describe, repro
 
 HERE = Path(__file__).parent
 SCORER = f"{HERE / 'correct' / 'clock_value_scorer.py'}:Policy"

@@ -83,7 +83,7 @@ def by_check(path: Path, header: Header, tmp: Path, budget: str, strict: bool) -
                if f["level"] == "MUST" or strict}
     shown = {f["requirement"] for f in document["failures"]} - failing
     # A MUST left unjudged fails its pytest test as the verdict says
-    # (policyspec.verdict): pytest's side of an unjudged run is a fail.
+    # (policyspec.reports.verdict): pytest's side of an unjudged run is a fail.
     failing |= {r["id"] for r in document["requirements"] if r["level"] == "MUST"
                 and r.get("applies", True) and r["status"] in ("n/a", "not-tested")}
     verdict = "fail" if document["verdict"] == "unjudged" else document["verdict"]

@@ -13,7 +13,7 @@ from policyspec.guard import GuardPolicy
 from policyspec.history import format as fmt
 from policyspec.history.texts import CLOSED, NUMBERS, TextIds
 from policyspec.reference.lru import LRUCachePolicy
-from policyspec.reference.lru_033 import LRU033CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
 from policyspec.subject import Block
 from policyspec.vllm.standins.keys import ReqContext
 

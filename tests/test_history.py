@@ -150,7 +150,7 @@ def test_a_faulty_policy_fails_under_its_id_offline_and_online(
 
 @pytest.mark.parametrize(("target", "profile"), [
     ("policyspec.reference.arc:ARCCachePolicy", "arc"),
-    ("policyspec.reference.lru_033:LRU033CachePolicy", "lru-0.33"),
+    ("policyspec.reference.lru033:LRU033CachePolicy", "lru-0.33"),
 ])
 def test_the_reference_of_an_exact_0_33_profile_conforms_to_it(
     target: str, profile: str, tmp_path: Path

@@ -20,7 +20,7 @@ from types import ModuleType
 import pytest
 
 from policyspec.profiles import get_profile
-from policyspec.report import NOT_TESTED
+from policyspec.reports.report import NOT_TESTED
 from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 
@@ -214,7 +214,7 @@ def test_a_child_that_reports_nothing_leaves_the_argument_row_not_tested(
         tmp_path: Path) -> None:
     """A policy behind --exec that does not send ``args`` cannot be judged
     on API-ARGS-UNCHANGED: NOT TESTED with the reason, not PASS, and the
-    verdict says the MUST was not judged (policyspec.verdict)."""
+    verdict says the MUST was not judged (policyspec.reports.verdict)."""
     from policyspec.lineproto import ExecTarget
 
     child = tmp_path / "silent.py"

@@ -20,7 +20,7 @@ from vllm_env import installed_release, require_vllm
 
 from policyspec.adapters import load_subject
 from policyspec.profiles import get_profile
-from policyspec.report import Report
+from policyspec.reports.report import Report
 from policyspec.session import run_check
 from policyspec.vllm import standins
 

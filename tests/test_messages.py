@@ -87,8 +87,8 @@ def test_an_identity_failure_names_block_ids_and_the_inserting_step(tmp_path: Pa
 def test_an_exception_that_spells_a_key_shows_the_traces_key_number() -> None:
     # v10's remove calls list.remove on its order list, whose ValueError
     # spells the real key (bytes): the message names "key 1" instead.
-    from policyspec.engines.reproduce import failure_of
     from policyspec.model.state import IN_FLIGHT
+    from policyspec.witness.reproduce import failure_of
 
     subject = load_subject(str(Path(__file__).parent / "faulty" / "v10_remove_drops_neighbour.py")
                            + ":Policy")

@@ -173,8 +173,8 @@ def test_the_isolated_child_keeps_the_same_names(tmp_path: Path) -> None:
 
 
 def test_merged_shards_keep_the_placeholders_and_the_caveat() -> None:
-    from policyspec.merge import merge_reports
-    from policyspec.report import Report
+    from policyspec.reports.merge import merge_reports
+    from policyspec.reports.report import Report
 
     shards = [
         Report("t.py:P", "core", "pass", [], [], {"seed": 0, "shard": f"{k}/2", "engines": {}},

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from policyspec.cli import main
+from policyspec.harness.keymap import KeyMap
 from policyspec.harness.lockstep import _show_keys
-from policyspec.keymap import KeyMap
 from policyspec.profiles import descriptions
-from policyspec.report import Report, write_atomic
+from policyspec.reports.report import Report, write_atomic
 from policyspec.session import CheckOptions, check_target
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,11 +15,11 @@ from collections.abc import Hashable, Iterable
 import pytest
 
 from policyspec.adapters import subject_for_class, unwrap
-from policyspec.engines.action_source import ActionSource
 from policyspec.harness import Lockstep
 from policyspec.model.arc import ArcState
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
+from policyspec.sources.action_source import ActionSource
 from policyspec.subject import Block
 from policyspec.vllm.standins.keys import ReqContext
 

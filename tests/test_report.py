@@ -12,7 +12,7 @@ import pytest
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
 from policyspec.registry import spec_dir
-from policyspec.report import Report, dumps, write_atomic
+from policyspec.reports.report import Report, dumps, write_atomic
 from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 

@@ -26,14 +26,14 @@ from report_pages import (
 )
 
 from policyspec.cli import main
-from policyspec.html import render_run_page
 from policyspec.model.step import PREDICT, ProfileModel
 from policyspec.profiles import get_profile
 from policyspec.registry import spec_dir
-from policyspec.report import load_report
+from policyspec.reports.html import render_run_page
+from policyspec.reports.report import load_report
+from policyspec.reports.timeline import ABSENT, IDLE_STATE, IN_FLIGHT_STATE, READ, timeline
+from policyspec.reports.trace_record import decode_action, encode_action, record_actions
 from policyspec.subject import subject_from_class
-from policyspec.timeline import ABSENT, IDLE_STATE, IN_FLIGHT_STATE, READ, timeline
-from policyspec.trace_record import decode_action, encode_action, record_actions
 from policyspec.vectors import read_vectors, vector_files
 from policyspec.vectors.verdict import actions_of
 

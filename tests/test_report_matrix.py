@@ -11,8 +11,8 @@ import pytest
 from report_pages import ARC, IN_FLIGHT_VICTIM, LRU, NEWEST_FIRST, UNJUDGED, Page, check
 
 from policyspec.cli import main
-from policyspec.matrix import changes, diff_pairs, label_runs, matrix_rows
-from policyspec.report import load_report
+from policyspec.reports.matrix import changes, diff_pairs, label_runs, matrix_rows
+from policyspec.reports.report import load_report
 
 CORRECT = """
 from policyspec.reference.lru import LRUCachePolicy

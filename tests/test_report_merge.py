@@ -12,9 +12,9 @@ import pytest
 from report_pages import LRU, NEWEST_FIRST
 
 from policyspec.cli import main
-from policyspec.merge import MergeError, merge_reports
 from policyspec.registry import spec_dir
-from policyspec.report import Report, load_report
+from policyspec.reports.merge import MergeError, merge_reports
+from policyspec.reports.report import Report, load_report
 
 
 def _run(out: Path, target: str, *extra: str, depth: int = 3, profile: str = "lru") -> Path:

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from policyspec.adapters import subject_for_class
-from policyspec.engines.render import repro
 from policyspec.harness.shapes import KEY_SHAPES, SET_SHAPES, keys_shape, passed, set_shape
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
 from policyspec.session import run_check
+from policyspec.witness.render import repro
 
 HOOKS = Path(__file__).parent / "faulty" / "hooks"
 

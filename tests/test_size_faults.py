@@ -21,12 +21,12 @@ import pytest
 from test_corpus import FAULTY, SEED, load_policy, read_header
 
 from policyspec.adapters import subject_for_class
-from policyspec.engines.explain import culprit
-from policyspec.engines.reproduce import failure_of
 from policyspec.model.actions import Action
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
 from policyspec.session import run_check
+from policyspec.witness.explain import culprit
+from policyspec.witness.reproduce import failure_of
 
 NONE: frozenset[int] = frozenset()
 

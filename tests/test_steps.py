@@ -4,7 +4,7 @@ stands alone."""
 
 from __future__ import annotations
 
-from policyspec.steps import MIN_RUN, numbered
+from policyspec.witness.steps import MIN_RUN, numbered
 
 
 def test_a_run_of_stores_is_one_line_with_its_step_numbers() -> None:

@@ -1,5 +1,5 @@
 """No plain PASS with a MUST unjudged (issue 28, item 5): the verdict rule,
-written once in ``policyspec.verdict``, and how every front end and format
+written once in ``policyspec.reports.verdict``, and how every front end and format
 shows the ``unjudged`` verdict."""
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import pytest
 from policyspec.adapters import subject_for_class
 from policyspec.cli import main
 from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_UNJUDGED, EXIT_USAGE
-from policyspec.html.run_page import render_run_page
-from policyspec.known_failing import apply_known_failing, read_known_failing
-from policyspec.markdown import run_markdown
-from policyspec.merge import merge_reports
 from policyspec.profiles import get_profile
 from policyspec.reference.lru import LRUCachePolicy
 from policyspec.registry import spec_dir
-from policyspec.report import (
+from policyspec.reports.html.run_page import render_run_page
+from policyspec.reports.known_failing import apply_known_failing, read_known_failing
+from policyspec.reports.markdown import run_markdown
+from policyspec.reports.merge import merge_reports
+from policyspec.reports.report import (
     FAIL,
     NA,
     NOT_TESTED,
@@ -34,10 +34,10 @@ from policyspec.report import (
     RequirementStatus,
     load_report,
 )
-from policyspec.report import dumps as report_json
+from policyspec.reports.report import dumps as report_json
+from policyspec.reports.verdict import decide, exit_code, unjudged_musts
 from policyspec.session import run_check
 from policyspec.testing import assert_requirement
-from policyspec.verdict import decide, exit_code, unjudged_musts
 
 HERE = Path(__file__).parent
 LRU = "policyspec.reference:LRUCachePolicy"

@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from policyspec.adapters import installed, subject_for_class
-from policyspec.engines.manager_replay import manager_fails, manager_failure
 from policyspec.engines.metamorphic import run_metamorphic
-from policyspec.engines.minimise import bounded_witness, coarse, drop_lives
-from policyspec.engines.reproduce import failure_of
+from policyspec.findings.manager_replay import manager_fails, manager_failure
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.model.actions import Action, by_manager
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import get_profile
 from policyspec.reference.lru import LRUCachePolicy
 from policyspec.session import run_check
+from policyspec.witness.minimise import bounded_witness, coarse, drop_lives
+from policyspec.witness.reproduce import failure_of
 
 FAULTY = Path(__file__).parent / "faulty"
 CORE = get_profile("core")

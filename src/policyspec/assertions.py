@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from policyspec.engines.manager_replay import MANAGER_IDS, manager_failure
-from policyspec.engines.reproduce import failure_of
+from policyspec.findings.manager_replay import MANAGER_IDS, manager_failure
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile, get_profile
 from policyspec.subject import Subject
+from policyspec.witness.reproduce import failure_of
 
 __all__ = ["assert_requirement_holds", "family"]
 

@@ -2,7 +2,7 @@
 front end (DESIGN.md): 0 conforms / nothing found, 1 does not conform /
 counterexample, 2 could not run (bad target, import error, missing methods,
 bad arguments), 3 ran without finding a failure but left a MUST that applies
-to the policy unjudged (``policyspec.verdict``: not a pass, and not a
+to the policy unjudged (``policyspec.reports.verdict``: not a pass, and not a
 failure either, so a gate can tell the two apart), 4 incomplete (the time
 limit, ``--time-limit``, stopped the run before its work was done and it
 found no failure: neither a pass nor a fail)."""

@@ -18,15 +18,10 @@ from dataclasses import dataclass, replace
 
 from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
 from policyspec.engines import ENGINES, EngineContext, EngineRun, Finding
-from policyspec.engines.explain import culprit
-from policyspec.engines.manager_replay import MANAGER_IDS, manager_fails, manager_failure
-from policyspec.engines.minimise import bounded_witness
-from policyspec.engines.render import describe, repro
-from policyspec.engines.reproduce import fails_with, failure_of
-from policyspec.engines.shrink import shrink
-from policyspec.engines.smaller import LONG, smaller_witness
 from policyspec.environment import controlled
 from policyspec.exits import UsageError
+from policyspec.findings.manager_replay import MANAGER_IDS, manager_fails, manager_failure
+from policyspec.findings.smaller import LONG, smaller_witness
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import Aborted, CallerContractError
 from policyspec.harness.lockstep import unobservable, unseen_in_process
@@ -35,7 +30,7 @@ from policyspec.harness.watchdog import Watchdog
 from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
 from policyspec.profiles import Profile, get_profile
 from policyspec.registry import load_registry, requirements_for
-from policyspec.report import (
+from policyspec.reports.report import (
     FAIL,
     NA,
     NOT_TESTED,
@@ -44,11 +39,16 @@ from policyspec.report import (
     Report,
     RequirementStatus,
 )
+from policyspec.reports.run_details import run_details
+from policyspec.reports.trace_record import record_actions
+from policyspec.reports.verdict import decide
 from policyspec.run.budget import BUDGETS, units_of
-from policyspec.run_details import run_details
 from policyspec.subject import Subject
-from policyspec.trace_record import record_actions
-from policyspec.verdict import decide
+from policyspec.witness.explain import culprit
+from policyspec.witness.minimise import bounded_witness
+from policyspec.witness.render import describe, repro
+from policyspec.witness.reproduce import fails_with, failure_of
+from policyspec.witness.shrink import shrink
 from policyspec.workers import Item, available_cores, forks, plan, run_items
 
 __all__ = [
@@ -599,7 +599,7 @@ def _report(
     for req in requirements_for(profile.includes):
         missing = [need for need in req.needs if not subject.has(need)]
         # (The verdict ignores what the revision lacks the calls for, and
-        # API-PROCESS-ALIVE in the checker's own process: policyspec.verdict.)
+        # API-PROCESS-ALIVE in the checker's own process: policyspec.reports.verdict.)
         applies = not missing and req.id not in unseen_in_process(subject)
         if req.id in best:
             status, reason = FAIL, ""

@@ -20,9 +20,9 @@ from typing import ClassVar
 import pytest
 
 from policyspec.registry import load_registry, requirements_for
-from policyspec.report import FAIL, NA, NOT_TESTED, XFAIL, Report
-from policyspec.steps import numbered
-from policyspec.verdict import unjudged_musts
+from policyspec.reports.report import FAIL, NA, NOT_TESTED, XFAIL, Report
+from policyspec.reports.verdict import unjudged_musts
+from policyspec.witness.steps import numbered
 
 __all__ = ["ConformanceSuite", "assert_requirement", "report_for", "terminal_progress"]
 
@@ -78,7 +78,7 @@ def assert_requirement(report: Report, requirement: str) -> None:
             pytest.xfail(f"a SHOULD (fails only with --policy-strict): {story}")
         pytest.fail(story, pytrace=False)
     if status in unjudged_musts([status]):
-        # As the verdict (policyspec.verdict): a MUST that applies and was not
+        # As the verdict (policyspec.reports.verdict): a MUST that applies and was not
         # judged is no pass, so its test does not pass either.
         pytest.fail(f"{requirement} (MUST) was not judged: {status.status} ({status.reason}); "
                     f"verdict: {report.verdict.upper()}", pytrace=False)

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from policyspec.exits import EXIT_CONFORMS, EXIT_USAGE, UsageError
 from policyspec.protocols import API_HELP
-from policyspec.verdict import exit_code
+from policyspec.reports.verdict import exit_code
 
 if TYPE_CHECKING:
     from policyspec.profiles import Profile
-    from policyspec.report import Report
+    from policyspec.reports.report import Report
     from policyspec.session import CheckOptions
 
 __all__ = ["add_parser", "options_of", "positive_int"]
@@ -230,7 +230,7 @@ def options_of(args: argparse.Namespace) -> CheckOptions:
 def run(args: argparse.Namespace) -> int:
     from policyspec.adapters import TargetError
     from policyspec.profiles import get_profile
-    from policyspec.report import dumps, write_atomic
+    from policyspec.reports.report import dumps, write_atomic
     from policyspec.session import check_target
 
     if args.list_profiles:
@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     known: tuple[list[Any], list[str]] | None = None
     if args.known_failing:
-        from policyspec.known_failing import read_known_failing
+        from policyspec.reports.known_failing import read_known_failing
 
         try:
             known = read_known_failing(args.known_failing)
@@ -283,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     if known is not None:
-        from policyspec.known_failing import apply_known_failing
+        from policyspec.reports.known_failing import apply_known_failing
 
         apply_known_failing(report, *known)
     if args.json_report:
@@ -291,7 +291,7 @@ def run(args: argparse.Namespace) -> int:
     if args.junit_xml:
         write_atomic(args.junit_xml, report.to_junit())
     if args.html_report:
-        from policyspec.html import write_html_report
+        from policyspec.reports.html import write_html_report
 
         write_html_report(report, args.html_report)
     sys.stdout.write(report.to_text(verbose=args.verbose))

@@ -37,7 +37,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from policyspec.report import write_atomic
+    from policyspec.reports.report import write_atomic
     from policyspec.vllm.drift import (
         UnreadableError,
         drift_of,

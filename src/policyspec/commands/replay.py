@@ -13,8 +13,8 @@ from typing import Any
 
 from policyspec.exits import EXIT_USAGE, UsageError
 from policyspec.protocols import API_HELP
-from policyspec.report import Report
-from policyspec.verdict import exit_code
+from policyspec.reports.report import Report
+from policyspec.reports.verdict import exit_code
 
 __all__ = ["add_parser"]
 
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     report = replay_report(subject, profile, directory, results, strict=args.strict,
                            seconds=time.monotonic() - started)
     if args.html_report:
-        from policyspec.html import write_html_report
+        from policyspec.reports.html import write_html_report
 
         write_html_report(report, args.html_report, rows="case")
     return _report(results, args, report)

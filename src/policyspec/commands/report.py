@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from policyspec.exits import EXIT_CONFORMS, EXIT_USAGE, UsageError
-from policyspec.verdict import exit_code
+from policyspec.reports.verdict import exit_code
 
 __all__ = ["add_parser"]
 
@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _write_markdown(path: str, text: str) -> None:
-    from policyspec.report import write_atomic
+    from policyspec.reports.report import write_atomic
 
     if path == "-":
         sys.stdout.write(text)
@@ -55,7 +55,7 @@ def _write_markdown(path: str, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from policyspec.report import ReportError, load_report
+    from policyspec.reports.report import ReportError, load_report
 
     if not args.merge and (args.json_report or args.junit_xml or args.known_failing):
         raise UsageError("--json-report, --junit-xml and --known-failing go with --merge")
@@ -71,15 +71,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _matrix(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
-    from policyspec.markdown import matrix_markdown
-    from policyspec.matrix import label_runs
+    from policyspec.reports.markdown import matrix_markdown
+    from policyspec.reports.matrix import label_runs
 
     try:
         runs = label_runs(loaded, args.label)
     except ValueError as exc:
         raise UsageError(f"--label: {exc}") from None
     if args.html:
-        from policyspec.html import write_matrix_html
+        from policyspec.reports.html import write_matrix_html
 
         write_matrix_html(runs, args.html)
     text = matrix_markdown(runs)
@@ -95,9 +95,9 @@ def _matrix(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
 
 
 def _merge(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
-    from policyspec.markdown import run_markdown
-    from policyspec.merge import MergeError, merge_reports
-    from policyspec.report import dumps, write_atomic
+    from policyspec.reports.markdown import run_markdown
+    from policyspec.reports.merge import MergeError, merge_reports
+    from policyspec.reports.report import dumps, write_atomic
 
     try:
         report = merge_reports([r for _, r in loaded], [p for p, _ in loaded])
@@ -105,7 +105,7 @@ def _merge(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
         print(f"policyspec: error: cannot merge: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.known_failing:
-        from policyspec.known_failing import apply_known_failing, read_known_failing
+        from policyspec.reports.known_failing import apply_known_failing, read_known_failing
 
         try:
             apply_known_failing(report, *read_known_failing(args.known_failing))
@@ -117,7 +117,7 @@ def _merge(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
     if args.junit_xml:
         write_atomic(args.junit_xml, report.to_junit())
     if args.html:
-        from policyspec.html import write_html_report
+        from policyspec.reports.html import write_html_report
 
         write_html_report(report, args.html)
     if args.markdown:

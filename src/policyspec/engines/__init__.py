@@ -16,11 +16,11 @@ from policyspec.engines import (
     exhaustive,
     fast,
     manager,
-    manager_033,
     metamorphic,
     seed_errors,
     size,
     stateful,
+    vllm_manager,
 )
 from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
@@ -36,6 +36,6 @@ def register_engine(engine: Engine) -> Engine:
 
 
 for _module in (stateful, manager, metamorphic, exhaustive, seed_errors, fast, size, cost,
-                evict_linear, arc_memory, manager_033):
+                evict_linear, arc_memory, vllm_manager):
     for _engine in _module.ENGINES:
         register_engine(_engine)

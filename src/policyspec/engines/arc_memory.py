@@ -34,8 +34,6 @@ import random
 from collections.abc import Sequence
 from time import monotonic
 
-from policyspec.engines.minimise import bounded_witness
-from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.model.actions import Action
@@ -44,6 +42,8 @@ from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
+from policyspec.witness.minimise import bounded_witness
+from policyspec.witness.reproduce import fails_with, failure_of
 
 __all__ = ["CAPACITIES", "POOL_FACTOR", "STEPS", "run_arc_memory"]
 

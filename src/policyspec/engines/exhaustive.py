@@ -22,8 +22,8 @@ import zlib
 from dataclasses import dataclass, replace
 from itertools import combinations
 
-from policyspec.engines.snapshot import fork
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
+from policyspec.harness.snapshot import fork
 from policyspec.model.actions import Action, is_legal
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.profiles import Profile

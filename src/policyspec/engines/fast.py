@@ -50,29 +50,29 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from time import monotonic
 
-from policyspec.engines.action_source import ActionSource, Run, actions_of
-from policyspec.engines.clock_steps import CLOCK_SHARE, clock_action, with_clock_steps
-from policyspec.engines.fast_driver import Difference, Driver
-from policyspec.engines.minimise import bounded_witness
-from policyspec.engines.oracle import FastOracle
-from policyspec.engines.reproduce import fails_with, failure_of
-from policyspec.engines.request_source import RequestSource
-from policyspec.engines.sizes import CAPACITIES, FAST_LONG_CAPACITY
 from policyspec.environment import Environment
 from policyspec.harness import ConformanceFailure, Lockstep
+from policyspec.harness.keymap import KeyMap
 from policyspec.harness.second_thread import on_second_thread
 from policyspec.harness.sightings import Sightings
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
-from policyspec.keymap import KeyMap
 from policyspec.model.actions import Action
 from policyspec.model.state import State
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
+from policyspec.sources.action_source import ActionSource, Run, actions_of
+from policyspec.sources.clock_steps import CLOCK_SHARE, clock_action, with_clock_steps
+from policyspec.sources.fast_driver import Difference, Driver
+from policyspec.sources.oracle import FastOracle
+from policyspec.sources.request_source import RequestSource
+from policyspec.sources.sizes import CAPACITIES, FAST_LONG_CAPACITY
 from policyspec.subject import Subject
+from policyspec.witness.minimise import bounded_witness
+from policyspec.witness.reproduce import fails_with, failure_of
 
 __all__ = [
     "EXAMPLE_STEPS", "LONG_EVERY", "LONG_FIRST", "LONG_STEPS", "SMALL_CAPACITY", "SWEEP_EVERY",

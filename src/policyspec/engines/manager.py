@@ -28,7 +28,6 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import precondition, rule
 
-from policyspec.engines.sizes import CAPACITIES, FILL_MOST, LENGTHS, sizes_up_to
 from policyspec.engines.stateful import (
     CheckedMachine,
     MachineStats,
@@ -42,6 +41,7 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun
+from policyspec.sources.sizes import CAPACITIES, FILL_MOST, LENGTHS, sizes_up_to
 from policyspec.subject import Subject
 
 __all__ = [

@@ -27,16 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from policyspec.engines.action_source import ActionSource
-from policyspec.engines.clock_steps import with_clock_steps
-from policyspec.engines.minimise import bounded_witness, renamed, renumbering
-from policyspec.engines.render import describe
 from policyspec.environment import active
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
+from policyspec.harness.keymap import KeyMap
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
-from policyspec.keymap import KeyMap
 from policyspec.model.actions import Action, expand, is_legal
 from policyspec.model.evict import evict_violation
 from policyspec.model.state import IDLE, State
@@ -44,7 +40,11 @@ from policyspec.model.step import ProfileModel
 from policyspec.profiles import Profile, get_profile
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
+from policyspec.sources.action_source import ActionSource
+from policyspec.sources.clock_steps import with_clock_steps
 from policyspec.subject import Subject
+from policyspec.witness.minimise import bounded_witness, renamed, renumbering
+from policyspec.witness.render import describe
 
 __all__ = ["RELATIONS", "Relation", "Step", "replay", "run_metamorphic"]
 

@@ -47,24 +47,24 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from dataclasses import dataclass, replace
 from time import monotonic
 
-from policyspec.engines.action_source import Run, actions_of
 from policyspec.engines.fast import count_checks
-from policyspec.engines.fast_driver import Difference, Driver
-from policyspec.engines.minimise import coarse, renumbered
-from policyspec.engines.reproduce import failure_of
-from policyspec.engines.shrink import shrink
 from policyspec.harness import ConformanceFailure, Lockstep
+from policyspec.harness.keymap import KeyMap
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
-from policyspec.keymap import KeyMap
 from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
+from policyspec.sources.action_source import Run, actions_of
+from policyspec.sources.fast_driver import Difference, Driver
 from policyspec.subject import Subject
+from policyspec.witness.minimise import coarse, renumbered
+from policyspec.witness.reproduce import failure_of
+from policyspec.witness.shrink import shrink
 
 __all__ = [
     "HUGE", "LADDER", "LENGTH_MOST", "LOCKSTEP_MOST", "TIERS", "Scenario", "run_size",

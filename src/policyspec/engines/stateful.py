@@ -40,17 +40,6 @@ from hypothesis.stateful import (
     rule,
 )
 
-from policyspec.engines.clock_steps import CLOCK_STEPS, reads_clock
-from policyspec.engines.render import describe
-from policyspec.engines.reproduce import failure_of
-from policyspec.engines.sizes import (
-    CAPACITIES,
-    FILL_MOST,
-    LENGTHS,
-    peak_keys,
-    sizes_up_to,
-    smaller_capacities,
-)
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.model.actions import Action
@@ -59,7 +48,18 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
+from policyspec.sources.clock_steps import CLOCK_STEPS, reads_clock
+from policyspec.sources.sizes import (
+    CAPACITIES,
+    FILL_MOST,
+    LENGTHS,
+    peak_keys,
+    sizes_up_to,
+    smaller_capacities,
+)
 from policyspec.subject import Subject
+from policyspec.witness.render import describe
+from policyspec.witness.reproduce import failure_of
 
 __all__ = [
     "CheckedMachine",

@@ -24,12 +24,12 @@ from policyspec.harness.failures import (
     ProcessDied,
     failure_type,
 )
+from policyspec.harness.keymap import KeyMap
 from policyspec.harness.second_thread import on_second_thread
 from policyspec.harness.shapes import keys_shape, passed, set_shape
 from policyspec.harness.sightings import current as sightings_now
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as _watch
-from policyspec.keymap import KeyMap
 from policyspec.model.actions import Action, Primitive, expand
 from policyspec.model.state import State
 from policyspec.model.step import PRESENCE_REQUIREMENT, ProfileModel
@@ -43,7 +43,7 @@ __all__ = ["STEP_BACK", "Lockstep", "unobservable", "unseen_in_process"]
 def unseen_in_process(subject: Subject) -> dict[str, str]:
     """Requirements a run in the checker's own process cannot observe at
     all, with the reason: the user chose the mode, so the verdict does not
-    count them as unjudged (policyspec.verdict)."""
+    count them as unjudged (policyspec.reports.verdict)."""
     if subject.has("isolated"):
         return {}
     return {"API-PROCESS-ALIVE": (

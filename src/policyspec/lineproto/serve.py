@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from policyspec.environment import LocalEnvironment, active, controlled
+from policyspec.harness.keymap import KeyMap
 from policyspec.harness.shapes import KEY_SHAPES, passed
-from policyspec.keymap import KeyMap
 from policyspec.lineproto.child import PROTOCOL
 
 __all__ = ["main"]

@@ -1,6 +1,6 @@
 """Which ARC requirement a divergence names (spec/arc.md#attribution).
 
-``policyspec.engines.explain`` replays each prefix of a minimal failing
+``policyspec.witness.explain`` replays each prefix of a minimal failing
 trace and runs the probes below after it; at the first prefix where a probe
 newly differs, ``blame`` reads the answers and names the requirement of the
 operation that went wrong. The whole eviction order alone cannot tell a

@@ -1,7 +1,7 @@
 """Probes: caller actions that make a refinement's hidden state observable.
 
 An exact profile sees a policy's order only through ``evict``. To name the
-operation that went wrong, ``policyspec.engines.explain`` replays each
+operation that went wrong, ``policyspec.witness.explain`` replays each
 prefix of a failing trace and runs probes after it: a few more caller
 actions (``setup``), then one ``evict(n, protected)`` whose victims are
 compared with the refinement's. A refinement that knows more than the whole

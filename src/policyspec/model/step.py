@@ -113,7 +113,7 @@ class Refinement(Protocol):
         ...
 
     def diagnosis(self) -> Diagnosis | None:
-        """A finer attribution than ``culprit`` (engines/explain.py), or
+        """A finer attribution than ``culprit`` (witness/explain.py), or
         None: the whole eviction order is the probe."""
         ...
 
@@ -145,7 +145,7 @@ M = TypeVar("M")
 class Step(Generic[M]):
     """What one call did to the model (module docstring). ``model`` is the
     model after the call: a new ``ProfileModel``, or an in-place
-    implementation of the same step (engines/oracle.py) itself."""
+    implementation of the same step (sources/oracle.py) itself."""
 
     model: M
     expected: object

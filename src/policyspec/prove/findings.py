@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policyspec.engines.reproduce import failure_of
 from policyspec.model.state import State
 from policyspec.prove.calls import parse_call
 from policyspec.prove.canonical import decode
@@ -23,6 +22,7 @@ from policyspec.prove.proof_target import TargetSpec
 from policyspec.prove.repro import direct_test, model_test, reaching_trace, trace_test
 from policyspec.prove.traces import TRACE_KEYS, run_choices
 from policyspec.registry import load_registry
+from policyspec.witness.reproduce import failure_of
 
 __all__ = ["Finding", "model_finding", "refinement_finding", "trace_finding"]
 

@@ -9,8 +9,8 @@ and ``LRU034CachePolicy`` the request-ranked LRU of vLLM 0.33.0 and 0.34.0
 
 from policyspec.reference.arc import ARC034CachePolicy, ARCCachePolicy
 from policyspec.reference.lru import LRUCachePolicy
-from policyspec.reference.lru_033 import LRU033CachePolicy
-from policyspec.reference.lru_034 import LRU034CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
+from policyspec.reference.lru034 import LRU034CachePolicy
 
 __all__ = [
     "ARC034CachePolicy",

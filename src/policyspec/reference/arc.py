@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from policyspec.reference.lru_034 import ChunkLike
+from policyspec.reference.lru034 import ChunkLike
 from policyspec.reference.requests import RequestContextLike, head_to_tail
 
 __all__ = ["ARC034CachePolicy", "ARCCachePolicy"]

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policyspec.engines.render import describe, repro
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile
-from policyspec.report import FAIL, PASS, FailureReport, Report, RequirementStatus
+from policyspec.reports.report import FAIL, PASS, FailureReport, Report, RequirementStatus
+from policyspec.reports.trace_record import encode_action
+from policyspec.reports.verdict import decide
 from policyspec.subject import Subject
-from policyspec.trace_record import encode_action
 from policyspec.vectors.runner import CaseResult
 from policyspec.vectors.schema import read_vectors, vector_files
-from policyspec.verdict import decide
+from policyspec.witness.render import describe, repro
 
 __all__ = ["CaseAction", "actions_of", "replay_report"]
 

@@ -13,7 +13,7 @@ under vLLM's manager, MANAGER-NO-LOST-DATA).
 from collections.abc import Iterable
 from typing import Any
 
-from policyspec.reference.lru_034 import LRU034CachePolicy
+from policyspec.reference.lru034 import LRU034CachePolicy
 
 
 class Policy(LRU034CachePolicy[Any, Any]):

@@ -10,7 +10,7 @@ store fail although its count of idle chunks says it can succeed.
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from policyspec.reference.lru_033 import LRU033CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
 
 
 class Policy(LRU033CachePolicy[Any, Any]):

@@ -9,7 +9,7 @@ store of a new key raises KeyError (the hook must accept absent keys).
 from collections.abc import Iterable
 from typing import Any
 
-from policyspec.reference.lru_033 import LRU033CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
 
 
 class Policy(LRU033CachePolicy[Any, Any]):

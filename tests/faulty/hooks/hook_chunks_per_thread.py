@@ -10,7 +10,7 @@ absent to the other: ``get`` returns None for a key that is present.
 import threading
 from typing import Any
 
-from policyspec.reference.lru_033 import LRU033CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
 
 
 class Policy(LRU033CachePolicy[Any, Any]):

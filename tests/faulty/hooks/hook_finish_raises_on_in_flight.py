@@ -10,7 +10,7 @@ read is pinned by another reader: the hook must accept such keys.
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from policyspec.reference.lru_033 import LRU033CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
 
 
 class Policy(LRU033CachePolicy[Any, Any]):

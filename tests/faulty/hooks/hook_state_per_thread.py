@@ -11,7 +11,7 @@ evicted before its head.
 import threading
 from typing import Any
 
-from policyspec.reference.lru_033 import LRU033CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
 
 
 class Policy(LRU033CachePolicy[Any, Any]):

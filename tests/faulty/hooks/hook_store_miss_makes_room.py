@@ -10,7 +10,7 @@ which keys are present.
 from collections.abc import Iterable
 from typing import Any
 
-from policyspec.reference.lru_033 import LRU033CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
 
 
 class Policy(LRU033CachePolicy[Any, Any]):

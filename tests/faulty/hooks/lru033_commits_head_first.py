@@ -9,7 +9,7 @@ commits tail first, so a prefix's tail goes before its head).
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from policyspec.reference.lru_033 import LRU033CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
 from policyspec.reference.requests import head_to_tail
 
 

@@ -13,7 +13,7 @@ longer than a loaded machine gives it.
 
 from typing import Any
 
-from policyspec.reference.lru_033 import LRU033CachePolicy, RequestRank
+from policyspec.reference.lru033 import LRU033CachePolicy, RequestRank
 
 
 class Policy(LRU033CachePolicy[Any, Any]):

@@ -12,7 +12,7 @@ the second. In 0.34 the finish is the only place recency is committed.
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from policyspec.reference.lru_034 import LRU034CachePolicy
+from policyspec.reference.lru034 import LRU034CachePolicy
 from policyspec.reference.requests import head_to_tail
 
 

@@ -48,7 +48,7 @@ def known_fingerprints(directory: Path = KNOWN_DIR) -> list[Fingerprint]:
 def record(fingerprint: Fingerprint, revision: str, directory: Path = KNOWN_DIR) -> Path:
     """Store ``fingerprint`` as revision ``revision`` (``known/REV.json``,
     written atomically) and return the path."""
-    from policyspec.report import write_atomic
+    from policyspec.reports.report import write_atomic
 
     if not REVISION_NAME.fullmatch(revision):
         raise ValueError(f"--record {revision!r}: a revision is named R<number> (R11)")

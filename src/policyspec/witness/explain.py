@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from policyspec.engines.reproduce import failure_of
 from policyspec.environment import active
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action
@@ -35,6 +34,7 @@ from policyspec.model.state import State
 from policyspec.model.step import Refinement
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
+from policyspec.witness.reproduce import failure_of
 
 __all__ = ["culprit", "run_probe"]
 

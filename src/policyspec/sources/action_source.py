@@ -26,9 +26,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import filterfalse, islice, repeat
 from typing import Any, Protocol
 
-from policyspec.engines.sizes import THRESHOLDS
 from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.sources.sizes import THRESHOLDS
 
 __all__ = ["DEFAULT_WEIGHTS", "KINDS", "RUN", "ActionSource", "Run", "StateView", "actions_of"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from policyspec.registry import load_registry
-from policyspec.report import FailureReport, Report, RequirementStatus
+from policyspec.reports.report import FailureReport, Report, RequirementStatus
 
 __all__ = ["Change", "Row", "Run", "changes", "diff_pairs", "label_runs", "matrix_rows"]
 

@@ -11,11 +11,10 @@ import re
 from collections import Counter
 from typing import Any
 
-from policyspec.html.markup import STATUS_WORDS, esc, prose, status_badge
 from policyspec.registry import load_registry
-from policyspec.report import FailureReport, Report
-from policyspec.spec_text import requirement_text
-from policyspec.timeline import (
+from policyspec.reports.html.markup import STATUS_WORDS, esc, prose, status_badge
+from policyspec.reports.report import FailureReport, Report
+from policyspec.reports.timeline import (
     ABSENT,
     IDLE_STATE,
     IN_FLIGHT_STATE,
@@ -24,6 +23,7 @@ from policyspec.timeline import (
     Timeline,
     timeline,
 )
+from policyspec.spec_text import requirement_text
 
 __all__ = [
     "engines_table",

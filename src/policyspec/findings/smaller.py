@@ -13,12 +13,12 @@ the report then names the capacity it runs at (``Finding.capacity``).
 from __future__ import annotations
 
 from policyspec.engines.fast import run_fast
-from policyspec.engines.minimise import bounded_witness
-from policyspec.engines.reproduce import fails_with
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.run.context import capped
 from policyspec.subject import Subject
+from policyspec.witness.minimise import bounded_witness
+from policyspec.witness.reproduce import fails_with
 
 __all__ = ["CAPACITIES", "LONG", "SEARCH_UNITS", "smaller_witness"]
 

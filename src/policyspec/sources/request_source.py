@@ -30,7 +30,9 @@ import random
 from collections.abc import Sequence
 from itertools import filterfalse
 
-from policyspec.engines.action_source import (
+from policyspec.model.actions import Action
+from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.sources.action_source import (
     DEFAULT_WEIGHTS,
     RUN,
     SHORTEST,
@@ -38,8 +40,6 @@ from policyspec.engines.action_source import (
     Run,
     StateView,
 )
-from policyspec.model.actions import Action
-from policyspec.model.state import IDLE, IN_FLIGHT
 
 __all__ = ["OPEN_REQUESTS", "REQUEST_WEIGHTS", "RequestSource", "position_of"]
 

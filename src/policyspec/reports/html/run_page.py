@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 
-from policyspec.html.markup import document, esc, verdict_badge
-from policyspec.html.sections import (
+from policyspec.reports.html.markup import document, esc, verdict_badge
+from policyspec.reports.html.sections import (
     engines_table,
     facts_list,
     failure_anchor,
@@ -18,7 +18,7 @@ from policyspec.html.sections import (
     notes_section,
     requirements_table,
 )
-from policyspec.report import Report, verdict_caveat, write_atomic
+from policyspec.reports.report import Report, verdict_caveat, write_atomic
 
 __all__ = ["render_run_page", "write_html_report"]
 

@@ -1,5 +1,5 @@
 """The reference request-ranked LRU of vLLM 0.33.0 (profile ``lru-0.33``):
-0.34.0's (``lru_034``) plus ``touch``, which 0.33.0 still has. A touch, and
+0.34.0's (``lru034``) plus ``touch``, which 0.33.0 still has. A touch, and
 a store miss (0.33.0's base class forwards ``on_store_miss`` to ``touch``),
 give the present keys fresh ranks from the last key to the first.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import TypeVar
 
-from policyspec.reference.lru_034 import ChunkLike, LRU034CachePolicy, RequestRank
+from policyspec.reference.lru034 import ChunkLike, LRU034CachePolicy, RequestRank
 from policyspec.reference.requests import RequestContextLike
 
 __all__ = ["ChunkLike", "LRU033CachePolicy", "RequestRank"]

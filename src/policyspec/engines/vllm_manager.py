@@ -56,8 +56,6 @@ from dataclasses import fields
 from time import monotonic
 from typing import Any
 
-from policyspec.engines.minimise import bounded_witness
-from policyspec.engines.reproduce import fails_with, failure_of
 from policyspec.environment import active
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
@@ -77,6 +75,8 @@ from policyspec.vllm.manager import (
 )
 from policyspec.vllm.standins.keys import ReqContext, get_offload_group_idx
 from policyspec.vllm.traffic import TrafficConfig, TrafficCounts, drive
+from policyspec.witness.minimise import bounded_witness
+from policyspec.witness.reproduce import fails_with, failure_of
 
 __all__ = [
     "ENGINE",
@@ -89,7 +89,7 @@ __all__ = [
     "example_capacity",
     "example_config",
     "manager_requirement",
-    "run_manager_033",
+    "run_vllm_manager",
     "without_lookups",
 ]
 
@@ -407,7 +407,7 @@ def example_capacity(capacity: int, index: int, fixed: bool) -> int:
     return sizes[index % len(sizes)]
 
 
-def run_manager_033(
+def run_vllm_manager(
     subject: Subject,
     profile: Profile,
     units: float,
@@ -618,7 +618,7 @@ def _manager_finding(
 
 
 def run(ctx: EngineContext) -> EngineRun:
-    return run_manager_033(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
+    return run_vllm_manager(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
                            fixed=ctx.capacity_fixed, cap=ctx.cap)
 
 

@@ -1,6 +1,6 @@
 """Shrinking a failing trace of caller actions with what the actions mean.
 
-The generic shrinker (``engines/shrink.py``) drops contiguous chunks and
+The generic shrinker (``witness/shrink.py``) drops contiguous chunks and
 simplifies one argument at a time. Traces from runs of stores and loads
 tie actions on the same key together across the trace (insert k ... then
 finish_store k), and an eviction of n keys fails only while n of them are
@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Sequence
 
-from policyspec.engines.shrink import shrink
 from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
 from policyspec.model.request import GROUP_STRIDE
 from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.witness.shrink import shrink
 
 __all__ = [
     "bounded_witness",

@@ -6,7 +6,7 @@ policy answered; under core the victims of an evict are the policy's free
 choice, so the keys present after it cannot be read from the trace. They
 are observed instead: ``record_actions`` replays the trace once more in the
 lockstep harness and writes down what each evict returned. The timeline of
-the HTML report (``policyspec.timeline``) is drawn from these records alone,
+the HTML report (``policyspec.reports.timeline``) is drawn from these records alone,
 so a report read back from JSON draws the same picture.
 """
 

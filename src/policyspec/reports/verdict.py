@@ -36,7 +36,7 @@ from policyspec.exits import (
     EXIT_UNJUDGED,
     EXIT_USAGE,
 )
-from policyspec.report import NA, NOT_TESTED, FailureReport, RequirementStatus
+from policyspec.reports.report import NA, NOT_TESTED, FailureReport, RequirementStatus
 
 __all__ = [
     "ERROR",

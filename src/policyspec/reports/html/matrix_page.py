@@ -8,15 +8,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from policyspec.html.markup import document, esc, prose, status_badge, verdict_badge
-from policyspec.html.sections import (
+from policyspec.reports.html.markup import document, esc, prose, status_badge, verdict_badge
+from policyspec.reports.html.sections import (
     facts_list,
     failure_anchor,
     failure_section,
     status_counts,
 )
-from policyspec.matrix import Change, Run, changes, diff_pairs, matrix_rows
-from policyspec.report import write_atomic
+from policyspec.reports.matrix import Change, Run, changes, diff_pairs, matrix_rows
+from policyspec.reports.report import write_atomic
 
 __all__ = ["render_matrix_page", "write_matrix_html"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from policyspec.changelog import Change, history
 from policyspec.registry import load_registry
-from policyspec.report import FAIL, PASS, XFAIL, Report
-from policyspec.verdict import INTERRUPTED, decide
+from policyspec.reports.report import FAIL, PASS, XFAIL, Report
+from policyspec.reports.verdict import INTERRUPTED, decide
 
 __all__ = ["KnownFailing", "apply_known_failing", "read_known_failing"]
 

@@ -1,6 +1,6 @@
 """The verdict of a check and its three renderings: terminal text, JSON
 (schema ``policyspec-report/1``, spec/report.md) and JUnit XML. The HTML
-pages are in ``policyspec.html``; a JSON report is read back with
+pages are in ``policyspec.reports.html``; a JSON report is read back with
 ``load_report`` (for ``policyspec report``).
 
 Files are written atomically (temporary file, then rename), so a reader never
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from policyspec import SPEC_VERSION, __version__
-from policyspec.steps import numbered
+from policyspec.witness.steps import numbered
 
 __all__ = [
     "SCHEMA",
@@ -50,7 +50,7 @@ class RequirementStatus:
     """Whether the run could judge it: False when the policy's API revision
     lacks the calls it needs, or the run's mode cannot observe it
     (API-PROCESS-ALIVE without --isolate). A MUST that applies and stays
-    n/a or not tested leaves the verdict ``unjudged`` (policyspec.verdict)."""
+    n/a or not tested leaves the verdict ``unjudged`` (policyspec.reports.verdict)."""
 
 
 @dataclass
@@ -124,7 +124,7 @@ class Report:
     """Unmodelled vLLM names kept as inert placeholders (``--placeholder``):
     the verdict holds with them (``verdict_caveat``)."""
     verdict_reason: str = ""
-    """Why the verdict is what it is, in one line (``policyspec.verdict``):
+    """Why the verdict is what it is, in one line (``policyspec.reports.verdict``):
     the MUSTs left unjudged, the engine errors beside a failure; empty for
     a plain pass or fail."""
 

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policyspec.engines.render import describe
 from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.model.step import PREDICT, ProfileModel
-from policyspec.trace_record import decode_action
+from policyspec.reports.trace_record import decode_action
+from policyspec.witness.render import describe
 
 __all__ = [
     "ABSENT",

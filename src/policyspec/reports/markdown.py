@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from policyspec.html.markup import STATUS_WORDS
-from policyspec.html.sections import status_counts
-from policyspec.matrix import Run, changes, diff_pairs, matrix_rows
-from policyspec.report import Report
+from policyspec.reports.html.markup import STATUS_WORDS
+from policyspec.reports.html.sections import status_counts
+from policyspec.reports.matrix import Run, changes, diff_pairs, matrix_rows
+from policyspec.reports.report import Report
 
 __all__ = ["matrix_markdown", "run_markdown"]
 

@@ -8,8 +8,8 @@ one line per copy.
 
 from __future__ import annotations
 
-from policyspec.engines.sizes import FAST_LONG_CAPACITY
 from policyspec.run.result import EngineRun
+from policyspec.sources.sizes import FAST_LONG_CAPACITY
 
 __all__ = ["run_details"]
 

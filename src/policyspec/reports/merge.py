@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from policyspec.report import FAIL, NA, NOT_TESTED, PASS, XFAIL, Report, RequirementStatus
-from policyspec.verdict import INTERRUPTED, decide
+from policyspec.reports.report import FAIL, NA, NOT_TESTED, PASS, XFAIL, Report, RequirementStatus
+from policyspec.reports.verdict import INTERRUPTED, decide
 
 __all__ = ["MergeError", "merge_reports", "shard_of"]
 

@@ -1,6 +1,6 @@
 """The reference request-ranked LRU of vLLM 0.34.0 (profile ``lru-0.34``):
 the in-tree LRU's behaviour (CONTRACT.md sections 5 and 6), written from
-its facts with structures of its own. vLLM 0.33.0's (``lru_033``) is this
+its facts with structures of its own. vLLM 0.33.0's (``lru033``) is this
 one plus ``touch``.
 
 Recency is a rank, compared as a pair: a fresh rank ``(clock, 0)``, or a
