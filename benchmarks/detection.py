@@ -22,9 +22,10 @@ from pathlib import Path
 
 from policyspec.adapters import subject_for_class
 from policyspec.engines import ENGINES
+from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
 from policyspec.registry import load_registry
-from policyspec.session import CheckOptions, run_check
+from policyspec.session import run_check
 
 __all__ = ["Catch", "Curve", "FaultyFile", "corpus", "measure_detection"]
 

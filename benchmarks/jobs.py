@@ -13,9 +13,10 @@ import time
 from dataclasses import dataclass, field
 
 from policyspec.adapters import subject_for_class
+from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
-from policyspec.session import CheckOptions, run_check
+from policyspec.session import run_check
 
 __all__ = ["JobsRate", "measure_jobs"]
 

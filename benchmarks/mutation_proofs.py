@@ -119,9 +119,9 @@ def arc_session(policy_class: Any, ghosts: int, hit: bool, k: int, r0: int, r1: 
 
 def lru033_session(policy_class: Any, k: int, r0: int, r1: int, placed: bool, cleared: bool,
                    reused: bool, touched: bool, n: int, p0: bool, p1: bool) -> object:
-    """The request-ranked LRU (0.34's, or 0.33's with touch) at capacity 3. Up to two keys (states r0, r1) stored by
-    one request, at positions 0 and 1 when ``placed``; when ``cleared``, a
-    clear and the same keys stored again by the same request (its rank is
+    """The request-ranked LRU (0.34's, or 0.33's with touch) at capacity 3.
+    Up to two keys (states r0, r1) stored by one request, at positions 0
+    and 1 when ``placed``; when ``cleared``, a clear and the same keys stored again by the same request (its rank is
     stale then); when ``reused``, a second request accesses them and
     finishes reusing them; key 0 touched when ``touched``; then evict(n,
     protected) with n up to 3 and any protected subset of {0, 1}. The

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from policyspec.session import CheckOptions, check_target
+from policyspec.options import CheckOptions
+from policyspec.session import check_target
 
 FAULTY = Path(__file__).parent / "faulty"
 

@@ -30,9 +30,10 @@ from policyspec.engines.stateful import (
     run_stateful,
 )
 from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
-from policyspec.session import CheckOptions, run_check
+from policyspec.session import run_check
 from policyspec.sources.action_source import LONG_RUN, ActionSource
 from policyspec.sources.oracle import FastOracle
 from policyspec.sources.sizes import (

@@ -29,13 +29,14 @@ from policyspec.environment import (
 )
 from policyspec.harness import Lockstep
 from policyspec.harness.snapshot import fork
+from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
 from policyspec.reference.lru import LRUCachePolicy
 from policyspec.registry import spec_dir
 from policyspec.reports.html.run_page import render_run_page
 from policyspec.reports.report import NA, NOT_TESTED, Report, dumps
 from policyspec.reports.verdict import unjudged_musts
-from policyspec.session import CheckOptions, check_target
+from policyspec.session import check_target
 from policyspec.subject import subject_from_class
 from policyspec.witness.render import describe, repro
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from policyspec.adapters import subject_for_class
+from policyspec.options import CheckOptions
 from policyspec.profiles import Profile, get_profile
 from policyspec.reference import LRUCachePolicy
-from policyspec.session import CheckOptions, check_target, run_check
+from policyspec.session import check_target, run_check
 
 ROOT = Path(__file__).resolve().parents[1]
 

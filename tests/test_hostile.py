@@ -190,7 +190,8 @@ def test_mutating_the_callers_arguments_fails_with_and_without_isolation(
     """Under --isolate the child's copies are compared by the child (the
     runner's own never reach the policy), so the row is an observation in
     both modes, never a PASS by default."""
-    from policyspec.session import CheckOptions, check_target
+    from policyspec.options import CheckOptions
+    from policyspec.session import check_target
 
     options = CheckOptions(budget=3.0, seed=1, engines=("stateful",), isolate=isolate)
     report = check_target(f"{HOSTILE / (name + '.py')}:Policy", "core", options)

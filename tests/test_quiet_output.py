@@ -15,9 +15,10 @@ import pytest
 from policyspec.cli import main
 from policyspec.harness.keymap import KeyMap
 from policyspec.harness.lockstep import _show_keys
+from policyspec.options import CheckOptions
 from policyspec.profiles import descriptions
 from policyspec.reports.report import Report, write_atomic
-from policyspec.session import CheckOptions, check_target
+from policyspec.session import check_target
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "faulty"

@@ -166,7 +166,7 @@ def test_a_rank_kept_across_a_clear_is_blamed_on_the_clear() -> None:
     # at its finish (culprit names LRU033-FINISH-COMMIT), but giving the
     # requests fresh ids after the clear makes the trace pass, so the cause
     # is the state kept from before the clear.
-    from policyspec.session import _stale_request
+    from policyspec.findings.finish import _stale_request
 
     profile = get_profile("lru-0.33")
     trace: tuple[Action, ...] = (

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from policyspec.adapters import load_subject
 from policyspec.engines import ENGINES
+from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
-from policyspec.session import CheckOptions, check_target, run_check, shard_seed
+from policyspec.session import check_target, run_check, shard_seed
 from policyspec.subject import subject_from_class
 from policyspec.workers import copy_seed, plan
 

@@ -12,138 +12,40 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 
 from policyspec.adapters import TargetError, installed, load_subject, subject_for_class
-from policyspec.engines import ENGINES, EngineContext, EngineRun, Finding
+from policyspec.engines import ENGINES, EngineContext, EngineRun
 from policyspec.environment import controlled
 from policyspec.exits import UsageError
-from policyspec.findings.manager_replay import MANAGER_IDS, manager_fails, manager_failure
-from policyspec.findings.smaller import LONG, smaller_witness
-from policyspec.harness import ConformanceFailure, Lockstep
-from policyspec.harness.failures import Aborted, CallerContractError
-from policyspec.harness.lockstep import unobservable, unseen_in_process
+from policyspec.findings.finish import MIN_MINIMISE_UNITS, MINIMISE_TRIES, finish
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
-from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
+from policyspec.options import CheckOptions
 from policyspec.profiles import Profile, get_profile
-from policyspec.registry import load_registry, requirements_for
-from policyspec.reports.report import (
-    FAIL,
-    NA,
-    NOT_TESTED,
-    PASS,
-    FailureReport,
-    Report,
-    RequirementStatus,
-)
+from policyspec.reports.build import assemble
+from policyspec.reports.report import Report
 from policyspec.reports.run_details import run_details
-from policyspec.reports.trace_record import record_actions
 from policyspec.reports.verdict import decide
-from policyspec.run.budget import BUDGETS, units_of
+from policyspec.run.budget import units_of
 from policyspec.subject import Subject
-from policyspec.witness.explain import culprit
-from policyspec.witness.minimise import bounded_witness
-from policyspec.witness.render import describe, repro
-from policyspec.witness.reproduce import fails_with, failure_of
-from policyspec.witness.shrink import shrink
 from policyspec.workers import Item, available_cores, forks, plan, run_items
 
-__all__ = [
-    "BUDGETS",
-    "DEFAULT_CALL_TIMEOUT",
-    "DEFAULT_CAPACITY",
-    "SIZED_CULPRIT_MOST",
-    "CheckOptions",
-    "check_target",
-    "run_check",
-    "shard_seed",
-]
-
-DEFAULT_CAPACITY = 64
-DEFAULT_CALL_TIMEOUT = 10.0
-"""Seconds one policy call may take before it is reported (API-RETURNS)."""
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """How to run a check: what every front end maps its options onto."""
-
-    budget: str | float = "standard"
-    """A budget's name or its work units (``run.budget``): an amount of
-    work, the same on any machine."""
-    time_limit: float | None = None
-    """Wall-time cap in seconds (``--time-limit``): a run it stops before
-    its work is done ends ``incomplete``, never ``pass``. None: no cap."""
-    seed: int = 0
-    strict: bool = False
-    engines: tuple[str, ...] | None = None
-    """Engines to run by name; None: every default engine."""
-    capacity: int = DEFAULT_CAPACITY
-    capacity_fixed: bool = False
-    """``capacity`` was chosen (``--capacity``): engines that draw sizes
-    keep to it instead of drawing capacities of their own."""
-    call_timeout: float = DEFAULT_CALL_TIMEOUT
-    shard: tuple[int, int] = (1, 1)
-    hypothesis_db: str | None = None
-    """A directory for Hypothesis's example database: failures found once
-    are replayed first next time (cache it in CI). None: no database."""
-    depth: int | None = None
-    keys: int | None = None
-    symmetry: bool = True
-    """The exhaustive engine's bounds (None: its defaults)."""
-    jobs: int | None = None
-    """Worker processes (policyspec.workers); None: the cores this process
-    may use; 1: every engine in turn in this process."""
-    fail_fast: bool = False
-    """The first MUST failure stops the other engines and workers."""
-    isolate: bool = False
-    memory_limit_mb: int = 4096
-    api: str | None = None
-    stand_in: bool = True
-    placeholders: tuple[str, ...] = ()
-    """Unmodelled vLLM names kept as inert placeholders (``--placeholder``)."""
-
-    def validate(self) -> None:
-        """UsageError, in one line, for options that cannot go together."""
-        if isinstance(self.budget, str) and self.budget not in BUDGETS:
-            raise UsageError(f"unknown budget {self.budget!r} (choose from: "
-                             f"{', '.join(BUDGETS)}, or work units)")
-        if not isinstance(self.budget, str) and self.budget <= 0:
-            raise UsageError("--budget must be more than 0 work units")
-        if self.time_limit is not None and self.time_limit <= 0:
-            raise UsageError("--time-limit must be more than 0 seconds")
-        if self.capacity < 1:
-            raise UsageError("--capacity must be at least 1")
-        unknown = [e for e in self.engines or () if e not in ENGINES]
-        if unknown:
-            raise UsageError(f"unknown engine {unknown[0]!r} (choose from: "
-                             f"{', '.join(sorted(ENGINES))})")
-        tuned = self.depth is not None or self.keys is not None or not self.symmetry
-        if tuned and "exhaustive" not in (self.engines or ()):
-            raise UsageError("--depth, --keys and --no-symmetry tune the exhaustive engine: "
-                             "add --engine exhaustive")
-        if self.depth == 0 or self.keys == 0:
-            raise UsageError("--depth and --keys must be at least 1")
-        if self.jobs is not None and self.jobs < 1:
-            raise UsageError("--jobs must be at least 1")
-        index, total = self.shard
-        if not 1 <= index <= total:
-            raise UsageError(f"--shard {index}/{total}: expected K/N with 1 <= K <= N")
+__all__ = ["check_target", "run_check", "shard_seed"]
 
 
 def check_target(
     target: str | type,
     profile: str | Profile,
-    options: CheckOptions = CheckOptions(),
+    options: CheckOptions | None = None,
     *,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Load ``target`` (``pkg.module:Class``, ``path/to/file.py:Class`` or a
     class) and check it. TargetError for a target that cannot be loaded,
     UsageError for bad options or an unknown profile."""
+    options = options or CheckOptions()
     options.validate()
     try:
         chosen = get_profile(profile) if isinstance(profile, str) else profile
@@ -251,8 +153,7 @@ def run_check(
         database = DirectoryBasedExampleDatabase(options.hypothesis_db)
     standins = installed() if subject.stand_in else contextlib.nullcontext(None)
     jobs = options.jobs or available_cores()
-    items = plan(chosen, units, options.seed, options.shard, jobs, shard_seed,
-                 lead="stateful" if subject.has("hooks") else None)
+    items = plan(chosen, units, options.seed, options.shard, jobs, shard_seed, subject)
 
     def build(item: Item) -> EngineContext:
         return EngineContext(
@@ -276,12 +177,13 @@ def run_check(
                 runs = done
                 say("interrupted: reporting what ran so far")
         with Watchdog(options.call_timeout) as watchdog:
-            report = _report(
-                subject, profile, runs, options.seed, options.strict, options.capacity,
-                time.monotonic() - started, minimise=not interrupted, watchdog=watchdog,
-                minimise_tries=round(max(MIN_MINIMISE_UNITS, units) * MINIMISE_TRIES),
-                cap=cap,
-            )
+            failures = finish(
+                subject, profile, runs, capacity=options.capacity, seed=options.seed,
+                watchdog=watchdog, cap=cap, minimise=not interrupted,
+                tries=round(max(MIN_MINIMISE_UNITS, units) * MINIMISE_TRIES))
+            report = assemble(subject, profile, runs, failures, seed=options.seed,
+                              strict=options.strict, capacity=options.capacity,
+                              seconds=time.monotonic() - started, cap=cap)
     report.notes.extend(
         f"{e.name}: not run: the policy lacks the {e.needs!r} capability it drives "
         f"(API {subject.api})" for e in unserved)
@@ -313,365 +215,3 @@ def shard_seed(seed: int, shard: tuple[int, int]) -> int:
     return seed * total + index - 1
 
 
-def _minimise(
-    subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
-    tries: int, cap: float | None = None,
-) -> tuple[Finding, int]:
-    """``finding`` with the witness to show (``engines.minimise.bounded_witness``),
-    its message for that trace and the requirement to blame; and the replays
-    the witness took, at most ``tries`` (until the wall-time ``cap``: then
-    the shortest trace found so far stands, still failing, just longer)."""
-    used = 0
-    trace = finding.trace
-    run_capacity = capacity
-    capacity = finding.capacity or capacity
-    family = _family(profile, finding.requirement)
-    # A finding of the size engine was shrunk by size already: its traces
-    # hold thousands of stores, which the minimiser would replay once per
-    # key. (Other engines' findings at a capacity of their own are small.)
-    sized = finding.engine == "size"
-    smaller = False  # the witness was found again at a smaller capacity (engines.smaller)
-    if not sized and not finding.shrunk and finding.requirement in _COSTLY:
-        # Every replay that still hangs costs the time limit: lower it and
-        # try few candidates.
-        with watchdog.shortened(0.5):
-            trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
-                           max_tries=min(40, tries))
-            used = min(40, tries)
-    elif not sized and family <= MANAGER_IDS:
-        # Only the manager's bookkeeping sees these: replay with it.
-        fails = manager_fails(subject, profile, capacity, family)
-        trace, used = bounded_witness(trace, fails, fails, tries, cap)
-    elif not sized and finding.requirement not in _COSTLY:
-        # Also after Hypothesis's own shrinking: it stops where dropping one
-        # step at a time fails (a key's whole story, one key fewer to evict).
-        # A long trace gets half the replays here, half at smaller
-        # capacities. A trace still long after an engine's shrinking, or
-        # after half the replays here, may be a fault that needs a full
-        # cycle of the cache: look for it at smaller capacities
-        # (engines.smaller).
-        long = len(trace) > LONG
-        if finding.shrunk and long:
-            trace, capacity, smaller, used = _at_smaller(subject, profile, capacity, family,
-                                                         trace, tries // 2, cap)
-        if not smaller:  # (a witness at a smaller capacity is minimised already)
-            trace, spent = bounded_witness(
-                trace, fails_with(subject, profile, capacity, family),
-                fails_with(subject, profile, capacity, family, observe=False, threads=False),
-                tries - used if finding.shrunk or not long else tries // 2, cap)
-            used += spent
-        if not smaller and len(trace) > LONG:
-            trace, capacity, smaller, spent = _at_smaller(subject, profile, capacity, family,
-                                                          trace, tries - used, cap)
-            used += spent
-    requirement, message = finding.requirement, finding.message
-    if trace != finding.trace:
-        # The message must describe the minimal trace, not the first one found.
-        again = (manager_failure if family <= MANAGER_IDS else failure_of)(
-            subject, profile, capacity, trace, fatal=family.__contains__)
-        if again is not None and again.requirement in family:
-            requirement, message = again.requirement, again.message
-    if len(trace) <= SIZED_CULPRIT_MOST:
-        requirement = culprit(subject, profile, capacity, trace, requirement, cap)
-    if subject.has("hooks"):
-        requirement, message = _request_level_blame(
-            subject, profile, capacity, trace, requirement, message)
-    if smaller:
-        message += (f" (shown at capacity {capacity}: at the capacity of "
-                    f"{finding.capacity or run_capacity} "
-                    f"every witness found was longer than {LONG} steps)")
-    return Finding(requirement, message, trace, finding.engine, True, finding.found_after_s,
-                   finding.found_after_calls, capacity if smaller else finding.capacity), used
-
-
-def _at_smaller(
-    subject: Subject, profile: Profile, capacity: int, family: frozenset[str],
-    trace: tuple[Action, ...], tries: int, cap: float | None,
-) -> tuple[tuple[Action, ...], int, bool, int]:
-    """``smaller_witness``, or ``trace`` as it was: the trace, its capacity,
-    whether it is a smaller capacity's witness, and the replays used."""
-    smaller = smaller_witness(subject, profile, capacity, family, len(trace), tries, cap)
-    if smaller is None:
-        return trace, capacity, False, 0
-    return smaller[0], smaller[1], True, smaller[2]
-
-
-_COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
-MIN_MINIMISE_UNITS = 3.0
-MINIMISE_TRIES = 100
-"""Replays policyspec's own minimising of a run's findings may make, per
-work unit of the budget (at least MIN_MINIMISE_UNITS' worth): a count, not
-a clock, so the same seed gives the same trace on any machine."""
-SIZED_CULPRIT_MOST = 160
-"""Longest trace (a sized finding's, or one minimising left long) whose
-order difference ``culprit`` traces back to an operation: it replays every prefix with probes of the
-whole order, cubic in the trace's length (a 260-step trace ran past two
-minutes); a longer one keeps the id it was found with."""
-_HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
-
-
-def _request_level_blame(
-    subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
-    requirement: str, message: str,
-) -> tuple[str, str]:
-    """Name the request level's requirement when it is the cause: the same
-    calls from one thread pass (API-ANY-THREAD), or the same trace without
-    its hook calls passes although the failure is a core one seen elsewhere
-    (HOOK-KEEPS-MEMBERSHIP: a hook changed what later calls see)."""
-    # (Only a trace can be replayed from one thread: a finding without one,
-    # such as evict-linear's timing, says nothing about threads.)
-    if trace and failure_of(subject, profile, capacity, trace, threads=False) is None:
-        return "API-ANY-THREAD", (
-            f"the calls of the trace fail when every other step comes from a second thread, "
-            f"and pass from one thread ({message}); the spec requires the same behaviour "
-            "whichever of the manager's threads calls")
-    reset = _stale_request(subject, profile, capacity, trace, requirement)
-    if reset is not None:
-        return reset, (
-            f"{message}; the trace passes once the requests that ran before its last clear() "
-            "get fresh ids after it, so the policy used their state from before the clear, "
-            "which the spec requires it to ignore")
-    known = load_registry().get(requirement)
-    if known is None or known.profile != "core" or requirement.startswith("HOOK-"):
-        return requirement, message  # a refinement's order: hooks may move it
-    hooks = [i for i, a in enumerate(trace) if a[0] in _HOOKS]
-    if not hooks:
-        return requirement, message
-    without = tuple(a for a in trace if a[0] not in _HOOKS)
-    if failure_of(subject, profile, capacity, without) is None:
-        step = hooks[-1] + 1
-        return "HOOK-KEEPS-MEMBERSHIP", (
-            f"{message}; the trace passes without its request hooks, so the hook at step "
-            f"{step} changed what later calls see, which the spec forbids a hook to do")
-    return requirement, message
-
-
-def _stale_request(
-    subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
-    requirement: str,
-) -> str | None:
-    """The refinement's clear requirement (LRU033-CLEAR-RESET, ...) when an
-    order fault is a request's state from before the trace's last clear: the
-    trace passes once every request that made a call before that clear gets
-    a fresh id after it (its key positions placed again), which is how a
-    policy must treat it (spec/request.md: state of an older generation is
-    void). The order difference itself shows later, at a finish or an
-    eviction, which ``culprit`` blames."""
-    refinement = profile.refinement
-    cuts = [i for i, a in enumerate(trace) if a[0] == "clear"]
-    known = load_registry().get(requirement)
-    if refinement is None or not cuts or known is None or known.profile != profile.name:
-        return None  # (only an exact profile's own ids: its order, and what culprit blamed)
-    cut = cuts[-1]
-
-    def request_of(action: Action) -> int | None:
-        if action[0] in REQUEST_ACTIONS:
-            return int(action[1])
-        return int(action[3]) if action[0] == "insert" and len(action) > 3 else None
-
-    ids = {r for r in map(request_of, trace) if r is not None}
-    earlier = sorted({r for r in map(request_of, trace[:cut]) if r is not None})
-    if not earlier:
-        return None
-    fresh = {r: max(ids) + 1 + i for i, r in enumerate(earlier)}
-    placed: dict[int, dict[int, int]] = {}
-    for action in trace[:cut]:
-        if action[0] == "set_positions":
-            placed.setdefault(action[1], {}).update(dict(action[2]))
-    again = tuple(("set_positions", fresh[r], tuple(placed[r].items()))
-                  for r in earlier if placed.get(r))
-
-    def renamed(action: Action) -> Action:
-        r = request_of(action)
-        if r not in fresh:
-            return action
-        if action[0] == "insert":
-            return (*action[:3], fresh[r])
-        return (action[0], fresh[r], *action[2:])
-
-    candidate = (*trace[:cut + 1], *again, *map(renamed, trace[cut + 1:]))
-    harness = Lockstep(subject, profile, capacity)
-    try:
-        harness.run(candidate)
-    except (ConformanceFailure, Aborted, CallerContractError):
-        return None  # still failing, or outside the caller contract: no such cause
-    return None if harness.soft else refinement.culprit("clear")
-
-
-
-def _incomplete(runs: Sequence[EngineRun], cap: float | None) -> str | None:
-    """How much of its work a run the time limit stopped did, in words;
-    None when it did all of it."""
-    if not any(r.capped for r in runs):
-        return None
-    done = sum(min(r.examples, r.planned) for r in runs if r.planned)
-    planned = sum(r.planned for r in runs)
-    return (f"the time limit (--time-limit) stopped the run before its work was done: "
-            f"{done:,} of {planned:,} planned examples ran ("
-            + ", ".join(f"{r.engine} {min(r.examples, r.planned):,}/{r.planned:,}"
-                        for r in runs if r.capped) + ")")
-
-
-def _lacks(subject: Subject, missing: list[str]) -> str:
-    """Why a requirement does not apply: the policy, or the API revision it
-    is driven as (vLLM 0.34's R10 has no touch), lacks what it needs."""
-    if missing == ["touch"]:
-        return f"API revision {subject.api} has no touch"
-    return f"the policy has no {', '.join(missing)}"
-
-
-def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Finding,
-                rid: str, *, replay: bool) -> tuple[str, bool]:
-    """The failure's message as a replay of its final trace words it, so that
-    it names the trace's keys (a shrinker renumbers them after the message
-    was made), and True; the engine's own message and False when no replay
-    is wanted or the trace alone does not show it (a metamorphic witness
-    needs its relation's second run). A size engine's note of the sizes that
-    show it stays. Only a trace that shows it alone gets a snippet that
-    asserts the requirement (``assertions``)."""
-    if not replay or rid in _COSTLY:
-        return finding.message, False
-    replay_ = manager_failure if rid in MANAGER_IDS else failure_of
-    again = replay_(subject, profile, capacity, finding.trace,
-                    fatal=_family(profile, rid).__contains__)
-    if again is None or again.requirement != rid:
-        return finding.message, False
-    _, sizes, tail = finding.message.rpartition(" (at fill ")
-    return again.message + (f" (at fill {tail}" if sizes else ""), True
-
-
-def _family(profile: Profile, requirement: str) -> frozenset[str]:
-    """The ids a shrunk trace may fail with and still show the same fault: a
-    refinement's wrong victims and its needless refusal are both a wrong
-    order, and ``culprit`` names the operation behind either."""
-    refinement = profile.refinement
-    if refinement is not None:
-        family = frozenset((refinement.order_requirement, refinement.liveness_requirement))
-        if requirement in family:
-            return family
-    return frozenset((requirement,))
-
-
-def _report(
-    subject: Subject,
-    profile: Profile,
-    runs: list[EngineRun],
-    seed: int,
-    strict: bool,
-    capacity: int,
-    seconds: float,
-    *,
-    minimise: bool = True,
-    watchdog: Watchdog,
-    minimise_tries: int = 0,
-    cap: float | None = None,
-) -> Report:
-    registry = load_registry()
-    checked: Counter[str] = Counter()
-    not_applicable: dict[str, str] = {}
-    unseen = unobservable(subject)
-    errors = [f"{r.engine}: {r.error}" for r in runs if r.error]
-    found: dict[str, Finding] = {}
-    for run in runs:
-        checked.update(run.checked)
-        not_applicable.update(run.not_applicable)
-        for finding in run.findings:
-            old = found.get(finding.requirement)
-            if old is None or len(finding.trace) < len(old.trace):
-                found[finding.requirement] = finding
-    best: dict[str, Finding] = {}
-    # The shortest trace of each id is minimised, MUSTs first, with one
-    # budget of replays shared out as it goes: a finding gets its part of
-    # what is left, so early ones that end quickly leave more to later ones.
-    order = sorted(found.values(), key=lambda f: (
-        registry[f.requirement].level != "MUST" if f.requirement in registry else False,
-        f.requirement))
-    left = minimise_tries
-    for index, finding in enumerate(order):
-        if minimise:
-            finding, used = _minimise(subject, profile, capacity, finding, watchdog,
-                                      left // (len(order) - index), cap)
-            left -= used
-        old = best.get(finding.requirement)
-        if old is None or len(finding.trace) < len(old.trace):
-            best[finding.requirement] = finding
-    statuses: list[RequirementStatus] = []
-    for req in requirements_for(profile.includes):
-        missing = [need for need in req.needs if not subject.has(need)]
-        # (The verdict ignores what the revision lacks the calls for, and
-        # API-PROCESS-ALIVE in the checker's own process: policyspec.reports.verdict.)
-        applies = not missing and req.id not in unseen_in_process(subject)
-        if req.id in best:
-            status, reason = FAIL, ""
-        elif missing:
-            status, reason = NA, _lacks(subject, missing)
-        elif req.id in not_applicable:
-            status, reason = NA, not_applicable[req.id]
-        elif checked[req.id] > 0:
-            status, reason = PASS, ""
-        else:
-            status, reason = NOT_TESTED, unseen.get(req.id, "no engine exercised it")
-        statuses.append(
-            RequirementStatus(req.id, req.level, req.profile, req.title, status,
-                              checked[req.id], reason, applies)
-        )
-    failures = []
-    marks = subject.has("mark")
-    for rid, finding in best.items():
-        known = registry.get(rid)
-        message, replays = _message_of(subject, profile, finding.capacity or capacity,
-                                       finding, rid, replay=minimise)
-        failures.append(
-            FailureReport(
-                requirement=rid,
-                level=known.level if known else "MUST",
-                title=known.title if known else rid,
-                message=message,
-                trace=[describe(a, marks) for a in finding.trace],
-                repro=repro(subject.name, finding.capacity or capacity, finding.trace,
-                            f"{rid}: {message}", marks,
-                            placeholders=subject.placeholders,
-                            judged=(profile.name, rid) if replays else None,
-                            api=subject.api if subject.fits else None, seed=seed),
-                engine=finding.engine,
-                actions=record_actions(subject, profile, finding.capacity or capacity,
-                                       finding.trace, rid, replay=minimise),
-                found_after_s=None if finding.found_after_s is None else round(
-                    finding.found_after_s, 3),
-                found_after_calls=finding.found_after_calls,
-                by_manager=by_manager(finding.trace),
-            )
-        )
-    failures.sort(key=lambda f: (f.level != "MUST", f.requirement))
-    verdict = decide(statuses, failures, strict=strict, errors=errors,
-                     incomplete=_incomplete(runs, cap))
-    notes = list(subject.notes)
-    for run in runs:
-        notes.extend(f"{run.engine}: {n}" for n in run.notes)
-    stats = {
-        "seed": seed,
-        "strict": strict,
-        "seconds": round(seconds, 3),
-        "calls": sum(r.calls for r in runs),
-        "steps": sum(r.steps for r in runs),
-        "examples": sum(r.examples for r in runs),
-        "capacity": capacity,
-        "engines": {
-            r.engine: {"calls": r.calls, "steps": r.steps, "examples": r.examples,
-                       "planned": r.planned, "seconds": round(r.seconds, 3), **r.counts}
-            for r in runs
-        },
-    }
-    return Report(
-        target=subject.name,
-        profile=profile.name,
-        verdict=verdict.name,
-        requirements=statuses,
-        failures=failures,
-        stats=stats,
-        api=subject.api,
-        notes=notes,
-        errors=errors,
-        placeholders=list(subject.placeholders),
-        verdict_reason=verdict.reason,
-    )

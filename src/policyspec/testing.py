@@ -45,7 +45,8 @@ def report_for(
     label = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
     key = (label, profile, budget, seed, jobs, strict, capacity, time_limit)
     if key not in _REPORTS:
-        from policyspec.session import CheckOptions, check_target
+        from policyspec.options import CheckOptions
+        from policyspec.session import check_target
 
         # The same run set-up as policyspec check (stand-ins for the whole
         # run, watchdog, ...), hence the same verdict.

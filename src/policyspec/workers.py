@@ -34,6 +34,7 @@ from policyspec.harness import Aborted
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
 from policyspec.registry import load_registry
+from policyspec.subject import Subject
 
 __all__ = ["Item", "available_cores", "copy_seed", "forks", "plan", "run_items"]
 
@@ -66,16 +67,18 @@ class Item:
 
 def plan(
     chosen: Sequence[Engine], units: float, seed: int, shard: tuple[int, int], jobs: int,
-    seed_of: Callable[[int, tuple[int, int]], int], lead: str | None = None,
+    seed_of: Callable[[int, tuple[int, int]], int], subject: Subject | None = None,
 ) -> list[Item]:
     """The engine runs of a check: ``units`` of work split by the engines'
     shares, each engine's share by its parts (module text), the same for
     every ``jobs`` but the exhaustive engine's shards. ``seed_of(seed,
     shard)`` is the seed of a non-shardable engine. With ``jobs`` > 1, the
-    first part of engine ``lead`` starts at once on a worker of its own,
-    beside the quick finders on the others (the one engine that drives what
-    the others cannot: the request hooks)."""
+    first part of an engine that leads for one of ``subject``'s capabilities
+    (``Engine.leads_for``) starts at once on a worker of its own, beside the
+    quick finders on the others."""
     total = sum(e.share for e in chosen) or 1.0
+    leads = {e.name for e in chosen
+             if e.leads_for is not None and subject is not None and subject.has(e.leads_for)}
     items: list[Item] = []
     for engine in chosen:
         share = units * engine.share / total
@@ -92,7 +95,7 @@ def plan(
     # faults early, and --fail-fast then spares the rest; the parts of one
     # engine stay side by side, so workers stay balanced.
     return sorted(items, key=lambda item: (
-        not (jobs > 1 and item.engine == lead and item.copy == 0),
+        not (jobs > 1 and item.engine in leads and item.copy == 0),
         ENGINES[item.engine].share, item.copy))
 
 

@@ -16,9 +16,9 @@ from policyspec.protocols import API_HELP
 from policyspec.reports.verdict import exit_code
 
 if TYPE_CHECKING:
+    from policyspec.options import CheckOptions
     from policyspec.profiles import Profile
     from policyspec.reports.report import Report
-    from policyspec.session import CheckOptions
 
 __all__ = ["add_parser", "options_of", "positive_int"]
 
@@ -83,7 +83,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 def add_parser(sub: Any) -> None:
     from policyspec.engines import ENGINES
-    from policyspec.session import DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
+    from policyspec.options import DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
 
     parser = sub.add_parser(
         "check",
@@ -211,7 +211,7 @@ def _hypothesis_storage(database: str | None) -> Iterator[None]:
 
 def options_of(args: argparse.Namespace) -> CheckOptions:
     """The ``session.CheckOptions`` these command-line options ask for."""
-    from policyspec.session import DEFAULT_CAPACITY, CheckOptions
+    from policyspec.options import DEFAULT_CAPACITY, CheckOptions
 
     return CheckOptions(
         budget=args.budget, time_limit=args.time_limit, seed=args.seed, strict=args.strict,

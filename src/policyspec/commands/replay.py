@@ -20,7 +20,7 @@ __all__ = ["add_parser"]
 
 
 def add_parser(sub: Any) -> None:
-    from policyspec.session import DEFAULT_CALL_TIMEOUT
+    from policyspec.options import DEFAULT_CALL_TIMEOUT
 
     parser = sub.add_parser(
         "replay",

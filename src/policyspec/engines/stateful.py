@@ -855,4 +855,4 @@ def run(ctx: EngineContext) -> EngineRun:
                         database=ctx.database, fixed=ctx.capacity_fixed, cap=ctx.cap)
 
 
-ENGINES = (Engine("stateful", run, 0.5, parts=2),)
+ENGINES = (Engine("stateful", run, 0.5, parts=2, leads_for="hooks"),)

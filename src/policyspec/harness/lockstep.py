@@ -646,7 +646,7 @@ clock makes it (spec/state.md)."""
 
 _COSTLY = frozenset({"API-RETURNS", "API-PROCESS-ALIVE"})
 """Failures whose replays cost a time limit or a process: engines stop at
-once and the trace is shrunk with few tries (session._minimise)."""
+once and the trace is shrunk with few tries (findings.finish._minimise)."""
 
 
 class _Stop(Exception):

@@ -83,6 +83,10 @@ class Engine:
     shardable: bool = False
     """It splits its own search space by ``EngineContext.shard`` (the
     others get a seed of their own per shard)."""
+    leads_for: str | None = None
+    """A capability of the subject for which the engine's first part starts
+    at once on a worker of its own with ``--jobs`` > 1, beside the quick
+    finders (the stateful engine drives the request hooks best)."""
     parts: int = 1
     """Parts its work is split into, each with a seed of its own (random
     engines: 2): how ``--jobs`` runs one engine on several cores. The parts

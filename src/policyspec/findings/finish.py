@@ -1,0 +1,320 @@
+"""The single entry point from the engines' findings to the failures a
+report shows (``finish``): per requirement the shortest finding's trace,
+minimised with one count of replays shared out (``witness.minimise``; with
+the manager's bookkeeping for its own requirements, ``manager_replay``;
+at smaller capacities for a witness that stays long, ``smaller``), the
+requirement to blame (``witness.explain.culprit``, and the request level's
+causes), the message its final trace gives, the snippet and the trace's
+record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from policyspec.findings.manager_replay import MANAGER_IDS, manager_fails, manager_failure
+from policyspec.findings.smaller import LONG, smaller_witness
+from policyspec.harness import ConformanceFailure, Lockstep
+from policyspec.harness.failures import Aborted, CallerContractError
+from policyspec.harness.watchdog import Watchdog
+from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
+from policyspec.profiles import Profile
+from policyspec.registry import load_registry
+from policyspec.reports.report import FailureReport
+from policyspec.reports.trace_record import record_actions
+from policyspec.run.result import EngineRun, Finding
+from policyspec.subject import Subject
+from policyspec.witness.explain import culprit
+from policyspec.witness.minimise import bounded_witness
+from policyspec.witness.render import describe, repro
+from policyspec.witness.reproduce import fails_with, failure_of
+from policyspec.witness.shrink import shrink
+
+__all__ = ["MINIMISE_TRIES", "MIN_MINIMISE_UNITS", "SIZED_CULPRIT_MOST", "finish"]
+
+
+def finish(
+    subject: Subject,
+    profile: Profile,
+    runs: Sequence[EngineRun],
+    *,
+    capacity: int,
+    seed: int,
+    watchdog: Watchdog,
+    tries: int,
+    cap: float | None = None,
+    minimise: bool = True,
+) -> list[FailureReport]:
+    """The failures of ``runs``, one per requirement, MUSTs first (module
+    doc). ``tries``: the replays the minimising of all of them may make;
+    ``cap``: the wall-time cap; ``minimise`` False (an interrupted run):
+    the findings as the engines left them."""
+    registry = load_registry()
+    found: dict[str, Finding] = {}
+    for run in runs:
+        for finding in run.findings:
+            old = found.get(finding.requirement)
+            if old is None or len(finding.trace) < len(old.trace):
+                found[finding.requirement] = finding
+    best: dict[str, Finding] = {}
+    # The shortest trace of each id is minimised, MUSTs first, with one
+    # budget of replays shared out as it goes: a finding gets its part of
+    # what is left, so early ones that end quickly leave more to later ones.
+    order = sorted(found.values(), key=lambda f: (
+        registry[f.requirement].level != "MUST" if f.requirement in registry else False,
+        f.requirement))
+    left = tries
+    for index, finding in enumerate(order):
+        if minimise:
+            finding, used = _minimise(subject, profile, capacity, finding, watchdog,
+                                      left // (len(order) - index), cap)
+            left -= used
+        old = best.get(finding.requirement)
+        if old is None or len(finding.trace) < len(old.trace):
+            best[finding.requirement] = finding
+    failures = []
+    marks = subject.has("mark")
+    for rid, finding in best.items():
+        known = registry.get(rid)
+        message, replays = _message_of(subject, profile, finding.capacity or capacity,
+                                       finding, rid, replay=minimise)
+        failures.append(
+            FailureReport(
+                requirement=rid,
+                level=known.level if known else "MUST",
+                title=known.title if known else rid,
+                message=message,
+                trace=[describe(a, marks) for a in finding.trace],
+                repro=repro(subject.name, finding.capacity or capacity, finding.trace,
+                            f"{rid}: {message}", marks,
+                            placeholders=subject.placeholders,
+                            judged=(profile.name, rid) if replays else None,
+                            api=subject.api if subject.fits else None, seed=seed),
+                engine=finding.engine,
+                actions=record_actions(subject, profile, finding.capacity or capacity,
+                                       finding.trace, rid, replay=minimise),
+                found_after_s=None if finding.found_after_s is None else round(
+                    finding.found_after_s, 3),
+                found_after_calls=finding.found_after_calls,
+                by_manager=by_manager(finding.trace),
+            )
+        )
+    failures.sort(key=lambda f: (f.level != "MUST", f.requirement))
+    return failures
+
+
+def _minimise(
+    subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
+    tries: int, cap: float | None = None,
+) -> tuple[Finding, int]:
+    """``finding`` with the witness to show (``engines.minimise.bounded_witness``),
+    its message for that trace and the requirement to blame; and the replays
+    the witness took, at most ``tries`` (until the wall-time ``cap``: then
+    the shortest trace found so far stands, still failing, just longer)."""
+    used = 0
+    trace = finding.trace
+    run_capacity = capacity
+    capacity = finding.capacity or capacity
+    family = _family(profile, finding.requirement)
+    # A finding of the size engine was shrunk by size already: its traces
+    # hold thousands of stores, which the minimiser would replay once per
+    # key. (Other engines' findings at a capacity of their own are small.)
+    sized = finding.engine == "size"
+    smaller = False  # the witness was found again at a smaller capacity (engines.smaller)
+    if not sized and not finding.shrunk and finding.requirement in _COSTLY:
+        # Every replay that still hangs costs the time limit: lower it and
+        # try few candidates.
+        with watchdog.shortened(0.5):
+            trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
+                           max_tries=min(40, tries))
+            used = min(40, tries)
+    elif not sized and family <= MANAGER_IDS:
+        # Only the manager's bookkeeping sees these: replay with it.
+        fails = manager_fails(subject, profile, capacity, family)
+        trace, used = bounded_witness(trace, fails, fails, tries, cap)
+    elif not sized and finding.requirement not in _COSTLY:
+        # Also after Hypothesis's own shrinking: it stops where dropping one
+        # step at a time fails (a key's whole story, one key fewer to evict).
+        # A long trace gets half the replays here, half at smaller
+        # capacities. A trace still long after an engine's shrinking, or
+        # after half the replays here, may be a fault that needs a full
+        # cycle of the cache: look for it at smaller capacities
+        # (engines.smaller).
+        long = len(trace) > LONG
+        if finding.shrunk and long:
+            trace, capacity, smaller, used = _at_smaller(subject, profile, capacity, family,
+                                                         trace, tries // 2, cap)
+        if not smaller:  # (a witness at a smaller capacity is minimised already)
+            trace, spent = bounded_witness(
+                trace, fails_with(subject, profile, capacity, family),
+                fails_with(subject, profile, capacity, family, observe=False, threads=False),
+                tries - used if finding.shrunk or not long else tries // 2, cap)
+            used += spent
+        if not smaller and len(trace) > LONG:
+            trace, capacity, smaller, spent = _at_smaller(subject, profile, capacity, family,
+                                                          trace, tries - used, cap)
+            used += spent
+    requirement, message = finding.requirement, finding.message
+    if trace != finding.trace:
+        # The message must describe the minimal trace, not the first one found.
+        again = (manager_failure if family <= MANAGER_IDS else failure_of)(
+            subject, profile, capacity, trace, fatal=family.__contains__)
+        if again is not None and again.requirement in family:
+            requirement, message = again.requirement, again.message
+    if len(trace) <= SIZED_CULPRIT_MOST:
+        requirement = culprit(subject, profile, capacity, trace, requirement, cap)
+    if subject.has("hooks"):
+        requirement, message = _request_level_blame(
+            subject, profile, capacity, trace, requirement, message)
+    if smaller:
+        message += (f" (shown at capacity {capacity}: at the capacity of "
+                    f"{finding.capacity or run_capacity} "
+                    f"every witness found was longer than {LONG} steps)")
+    return Finding(requirement, message, trace, finding.engine, True, finding.found_after_s,
+                   finding.found_after_calls, capacity if smaller else finding.capacity), used
+
+
+def _at_smaller(
+    subject: Subject, profile: Profile, capacity: int, family: frozenset[str],
+    trace: tuple[Action, ...], tries: int, cap: float | None,
+) -> tuple[tuple[Action, ...], int, bool, int]:
+    """``smaller_witness``, or ``trace`` as it was: the trace, its capacity,
+    whether it is a smaller capacity's witness, and the replays used."""
+    smaller = smaller_witness(subject, profile, capacity, family, len(trace), tries, cap)
+    if smaller is None:
+        return trace, capacity, False, 0
+    return smaller[0], smaller[1], True, smaller[2]
+
+
+_COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
+MIN_MINIMISE_UNITS = 3.0
+MINIMISE_TRIES = 100
+"""Replays policyspec's own minimising of a run's findings may make, per
+work unit of the budget (at least MIN_MINIMISE_UNITS' worth): a count, not
+a clock, so the same seed gives the same trace on any machine."""
+SIZED_CULPRIT_MOST = 160
+"""Longest trace (a sized finding's, or one minimising left long) whose
+order difference ``culprit`` traces back to an operation: it replays every prefix with probes of the
+whole order, cubic in the trace's length (a 260-step trace ran past two
+minutes); a longer one keeps the id it was found with."""
+_HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
+
+
+def _request_level_blame(
+    subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
+    requirement: str, message: str,
+) -> tuple[str, str]:
+    """Name the request level's requirement when it is the cause: the same
+    calls from one thread pass (API-ANY-THREAD), or the same trace without
+    its hook calls passes although the failure is a core one seen elsewhere
+    (HOOK-KEEPS-MEMBERSHIP: a hook changed what later calls see)."""
+    # (Only a trace can be replayed from one thread: a finding without one,
+    # such as evict-linear's timing, says nothing about threads.)
+    if trace and failure_of(subject, profile, capacity, trace, threads=False) is None:
+        return "API-ANY-THREAD", (
+            f"the calls of the trace fail when every other step comes from a second thread, "
+            f"and pass from one thread ({message}); the spec requires the same behaviour "
+            "whichever of the manager's threads calls")
+    reset = _stale_request(subject, profile, capacity, trace, requirement)
+    if reset is not None:
+        return reset, (
+            f"{message}; the trace passes once the requests that ran before its last clear() "
+            "get fresh ids after it, so the policy used their state from before the clear, "
+            "which the spec requires it to ignore")
+    known = load_registry().get(requirement)
+    if known is None or known.profile != "core" or requirement.startswith("HOOK-"):
+        return requirement, message  # a refinement's order: hooks may move it
+    hooks = [i for i, a in enumerate(trace) if a[0] in _HOOKS]
+    if not hooks:
+        return requirement, message
+    without = tuple(a for a in trace if a[0] not in _HOOKS)
+    if failure_of(subject, profile, capacity, without) is None:
+        step = hooks[-1] + 1
+        return "HOOK-KEEPS-MEMBERSHIP", (
+            f"{message}; the trace passes without its request hooks, so the hook at step "
+            f"{step} changed what later calls see, which the spec forbids a hook to do")
+    return requirement, message
+
+
+def _stale_request(
+    subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
+    requirement: str,
+) -> str | None:
+    """The refinement's clear requirement (LRU033-CLEAR-RESET, ...) when an
+    order fault is a request's state from before the trace's last clear: the
+    trace passes once every request that made a call before that clear gets
+    a fresh id after it (its key positions placed again), which is how a
+    policy must treat it (spec/request.md: state of an older generation is
+    void). The order difference itself shows later, at a finish or an
+    eviction, which ``culprit`` blames."""
+    refinement = profile.refinement
+    cuts = [i for i, a in enumerate(trace) if a[0] == "clear"]
+    known = load_registry().get(requirement)
+    if refinement is None or not cuts or known is None or known.profile != profile.name:
+        return None  # (only an exact profile's own ids: its order, and what culprit blamed)
+    cut = cuts[-1]
+
+    def request_of(action: Action) -> int | None:
+        if action[0] in REQUEST_ACTIONS:
+            return int(action[1])
+        return int(action[3]) if action[0] == "insert" and len(action) > 3 else None
+
+    ids = {r for r in map(request_of, trace) if r is not None}
+    earlier = sorted({r for r in map(request_of, trace[:cut]) if r is not None})
+    if not earlier:
+        return None
+    fresh = {r: max(ids) + 1 + i for i, r in enumerate(earlier)}
+    placed: dict[int, dict[int, int]] = {}
+    for action in trace[:cut]:
+        if action[0] == "set_positions":
+            placed.setdefault(action[1], {}).update(dict(action[2]))
+    again = tuple(("set_positions", fresh[r], tuple(placed[r].items()))
+                  for r in earlier if placed.get(r))
+
+    def renamed(action: Action) -> Action:
+        r = request_of(action)
+        if r not in fresh:
+            return action
+        if action[0] == "insert":
+            return (*action[:3], fresh[r])
+        return (action[0], fresh[r], *action[2:])
+
+    candidate = (*trace[:cut + 1], *again, *map(renamed, trace[cut + 1:]))
+    harness = Lockstep(subject, profile, capacity)
+    try:
+        harness.run(candidate)
+    except (ConformanceFailure, Aborted, CallerContractError):
+        return None  # still failing, or outside the caller contract: no such cause
+    return None if harness.soft else refinement.culprit("clear")
+
+
+def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Finding,
+                rid: str, *, replay: bool) -> tuple[str, bool]:
+    """The failure's message as a replay of its final trace words it, so that
+    it names the trace's keys (a shrinker renumbers them after the message
+    was made), and True; the engine's own message and False when no replay
+    is wanted or the trace alone does not show it (a metamorphic witness
+    needs its relation's second run). A size engine's note of the sizes that
+    show it stays. Only a trace that shows it alone gets a snippet that
+    asserts the requirement (``assertions``)."""
+    if not replay or rid in _COSTLY:
+        return finding.message, False
+    replay_ = manager_failure if rid in MANAGER_IDS else failure_of
+    again = replay_(subject, profile, capacity, finding.trace,
+                    fatal=_family(profile, rid).__contains__)
+    if again is None or again.requirement != rid:
+        return finding.message, False
+    _, sizes, tail = finding.message.rpartition(" (at fill ")
+    return again.message + (f" (at fill {tail}" if sizes else ""), True
+
+
+def _family(profile: Profile, requirement: str) -> frozenset[str]:
+    """The ids a shrunk trace may fail with and still show the same fault: a
+    refinement's wrong victims and its needless refusal are both a wrong
+    order, and ``culprit`` names the operation behind either."""
+    refinement = profile.refinement
+    if refinement is not None:
+        family = frozenset((refinement.order_requirement, refinement.liveness_requirement))
+        if requirement in family:
+            return family
+    return frozenset((requirement,))
