@@ -121,12 +121,13 @@ def lru033_session(policy_class: Any, k: int, r0: int, r1: int, placed: bool, cl
                    reused: bool, touched: bool, n: int, p0: bool, p1: bool) -> object:
     """The request-ranked LRU (0.34's, or 0.33's with touch) at capacity 3.
     Up to two keys (states r0, r1) stored by one request, at positions 0
-    and 1 when ``placed``; when ``cleared``, a clear and the same keys stored again by the same request (its rank is
-    stale then); when ``reused``, a second request accesses them and
-    finishes reusing them; key 0 touched when ``touched``; then evict(n,
-    protected) with n up to 3 and any protected subset of {0, 1}. The
-    outcome is what a caller can see: the victims, the present keys and the
-    idle keys in eviction order (not the ranks' values)."""
+    and 1 when ``placed``; when ``cleared``, a clear and the same keys
+    stored again by the same request (its rank is stale then); when
+    ``reused``, a second request accesses them and finishes reusing them;
+    key 0 touched when ``touched`` (0.33's only); then evict(n, protected)
+    with n up to 3 and any protected subset of {0, 1}. The outcome is what
+    a caller can see: the victims, the present keys and the idle keys in
+    eviction order (not the ranks' values)."""
     if not (0 <= k <= 2 and 0 <= n <= 3):
         raise IgnoreAttempt
     policy = policy_class(cache_capacity=3)
