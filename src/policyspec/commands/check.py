@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from policyspec.exits import EXIT_CONFORMS, EXIT_USAGE, UsageError
 from policyspec.protocols import API_HELP
-from policyspec.reports.verdict import exit_code
+from policyspec.reports.write import add_report_flags, outputs_of, write_reports
 
 if TYPE_CHECKING:
     from policyspec.options import CheckOptions
@@ -126,10 +126,7 @@ def add_parser(sub: Any) -> None:
                         "unless this is given, the stateful and manager engines draw one per "
                         "example, the fast engine makes long runs at 100,000 and the size "
                         "engine draws its own: spec/sizes.md)")
-    parser.add_argument("--json-report", metavar="PATH", help="write the JSON report here")
-    parser.add_argument("--junit-xml", metavar="PATH", help="write a JUnit XML report here")
-    parser.add_argument("--html-report", metavar="PATH",
-                        help="write a self-contained HTML page of the run here (spec/report.md)")
+    add_report_flags(parser)
     parser.add_argument("--api", help=API_HELP)
     parser.add_argument("--no-stand-in", action="store_true",
                         help="refuse to provide vLLM stand-in modules when vllm is missing")
@@ -230,7 +227,6 @@ def options_of(args: argparse.Namespace) -> CheckOptions:
 def run(args: argparse.Namespace) -> int:
     from policyspec.adapters import TargetError
     from policyspec.profiles import get_profile
-    from policyspec.reports.report import dumps, write_atomic
     from policyspec.session import check_target
 
     if args.list_profiles:
@@ -286,16 +282,9 @@ def run(args: argparse.Namespace) -> int:
         from policyspec.reports.known_failing import apply_known_failing
 
         apply_known_failing(report, *known)
-    if args.json_report:
-        write_atomic(args.json_report, dumps(report))
-    if args.junit_xml:
-        write_atomic(args.junit_xml, report.to_junit())
-    if args.html_report:
-        from policyspec.reports.html import write_html_report
-
-        write_html_report(report, args.html_report)
+    code = write_reports(report, outputs_of(args))
     sys.stdout.write(report.to_text(verbose=args.verbose))
-    return exit_code(report.verdict, bool(report.failures))
+    return code
 
 
 def _check_exec(

@@ -10,7 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE, UsageError
+from policyspec.exits import EXIT_USAGE, UsageError
+from policyspec.reports.history import history_report
+from policyspec.reports.write import add_report_flags, outputs_of, write_reports
 
 __all__ = ["add_parser", "render", "verdict_document"]
 
@@ -22,14 +24,18 @@ def add_parser(sub: Any) -> None:
         description="Judge the history files (policyspec-history/1) against the model in one "
         "streaming pass and report, per profile, conforms or the first failure (requirement "
         "id and call number) with a replayable window. Rotated segments PATH.NNNNNN are "
-        "read after PATH. Exit 0 conforms, 1 a profile fails or the caller contract is "
-        "broken, 2 could not judge.",
+        "read after PATH. --json-report, --junit-xml, --html-report and --markdown write "
+        "the report family of policyspec check (the window of each failure as its trace). "
+        "Exit 0 conforms, 1 the gate profile fails or the caller contract is broken, 2 "
+        "could not judge, 3 the gate profile could not be judged.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="history file(s), in order")
     parser.add_argument("--profile", help="judge this profile only (default: core, lru and "
                         "the exact profiles of the recorded revision's vLLM release)")
+    add_report_flags(parser)
     parser.add_argument("--json", metavar="OUT", dest="json_out",
-                        help="write the verdicts, with each window's vector case, as JSON")
+                        help="write the history's own verdict document (every profile's "
+                        "verdict, each window's vector case, the counts) as JSON")
     parser.add_argument("--cases", metavar="DIR",
                         help="write the windows as a vector file DIR/history.jsonl "
                         "(policyspec replay DIR TARGET runs them)")
@@ -147,4 +153,5 @@ def run(args: argparse.Namespace) -> int:
             encoding="utf-8")
     if not any(p.judged or p.first for p in verdict.profiles):
         return EXIT_USAGE
-    return EXIT_CONFORMS if verdict.passed else EXIT_FAILS
+    # The same report family as policyspec check's (reports.history).
+    return write_reports(history_report(verdict, list(args.paths), cases), outputs_of(args))
