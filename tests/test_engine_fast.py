@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import key_lists, keys, protected_sets, states
 
 from policyspec.adapters import subject_for_class
 from policyspec.cli import main
@@ -40,7 +41,6 @@ from policyspec.session import run_check, shard_seed
 from policyspec.sources.action_source import ActionSource, actions_of
 from policyspec.sources.fast_driver import Driver
 from policyspec.sources.oracle import FastOracle
-from policyspec.strategies import key_lists, keys, protected_sets, states
 from policyspec.subject import Subject, subject_from_class
 
 LRU = subject_from_class(LRUCachePolicy)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from strategies import DEFAULT_KEY_SPACE, key_lists, keys, protected_sets, states
 
 from policyspec.model import operations
 from policyspec.model.preconditions import (
@@ -26,7 +27,6 @@ from policyspec.model.preconditions import (
     can_remove,
 )
 from policyspec.model.state import IDLE, IN_FLIGHT, State, well_formed
-from policyspec.strategies import DEFAULT_KEY_SPACE, key_lists, keys, protected_sets, states
 
 ArgDrawer = Callable[[st.DataObject, State], tuple[Any, ...]]
 

@@ -9,12 +9,12 @@ import copy
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from strategies import protected_sets, states
 
 from policyspec.model import operations
 from policyspec.model.evict import commit_evict, eligible, evict_violation, lru_victims
 from policyspec.model.state import IDLE, IN_FLIGHT, State, well_formed
 from policyspec.registry import load_registry
-from policyspec.strategies import protected_sets, states
 
 counts = st.integers(min_value=0, max_value=6)
 

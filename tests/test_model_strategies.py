@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import Phase, find, given, settings
+from strategies import keys, quiescent_states, states
 
 from policyspec.model.state import IDLE, IN_FLIGHT, State, is_quiescent, well_formed
-from policyspec.strategies import keys, quiescent_states, states
 
 
 @given(states())

@@ -11,6 +11,14 @@ import copy
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from strategies import (
+    DEFAULT_KEY_SPACE,
+    key_lists,
+    keys,
+    protected_sets,
+    quiescent_states,
+    states,
+)
 
 from policyspec.model import operations
 from policyspec.model.preconditions import (
@@ -28,14 +36,6 @@ from policyspec.model.state import (
     is_idle,
     is_quiescent,
     well_formed,
-)
-from policyspec.strategies import (
-    DEFAULT_KEY_SPACE,
-    key_lists,
-    keys,
-    protected_sets,
-    quiescent_states,
-    states,
 )
 
 ALL_KEYS = range(DEFAULT_KEY_SPACE)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
+from strategies import DEFAULT_KEY_SPACE, keys
 
 from policyspec.model import operations
 from policyspec.model.preconditions import (
@@ -29,7 +30,6 @@ from policyspec.model.preconditions import (
 )
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.reference import LRUCachePolicy
-from policyspec.strategies import DEFAULT_KEY_SPACE, keys
 from policyspec.subject import offload_key
 
 ALL_KEYS = range(DEFAULT_KEY_SPACE)

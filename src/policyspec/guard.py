@@ -17,6 +17,8 @@ policy as ``cls(cache_capacity=n)`` and passes nothing else:
 * ``POLICYSPEC_GUARD_ON_VIOLATION``: ``log`` (default) or ``raise``;
 * ``POLICYSPEC_GUARD_MAX_BYTES`` / ``POLICYSPEC_GUARD_SEGMENTS``: the size
   of a segment and how many are kept (rotation).
+* ``POLICYSPEC_GUARD_API``: the API revision to run a policy that fits two
+  as (``R9`` or ``R10``; default: the installed vLLM's, else the newest).
 
 The guard never changes what the wrapped policy returns or raises: it reads
 the results (never consumes an iterator: a result that is not a list is
@@ -52,6 +54,7 @@ from typing import Any
 
 from policyspec.history import format as fmt
 from policyspec.history.core import CoreJudge, Violation
+from policyspec.history.judge import in_place_exact
 from policyspec.history.texts import CLOSED, NUMBERS, TextIds
 from policyspec.history.writer import DEFAULT_KEEP, DEFAULT_MAX_BYTES, SegmentWriter
 
@@ -81,6 +84,7 @@ ENV = {
     "on_violation": "POLICYSPEC_GUARD_ON_VIOLATION",
     "max_bytes": "POLICYSPEC_GUARD_MAX_BYTES",
     "segments": "POLICYSPEC_GUARD_SEGMENTS",
+    "api": "POLICYSPEC_GUARD_API",
 }
 """The environment variables the guard reads (module doc)."""
 
@@ -264,6 +268,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         on_violation: str | None = None,
         max_bytes: int | None = None,
         segments: int | None = None,
+        api: str | None = None,
     ) -> None:
         env = os.environ.get
         self.cache_capacity = cache_capacity
@@ -284,9 +289,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         path = str(history or env(ENV["history"], "policyspec-history.jsonl"))
         self.path = Path(path.replace("{pid}", str(os.getpid())))
         self.policy = cls(cache_capacity=cache_capacity)
-        self.api = _revision(cls)
-        """The API revision the wrapped policy runs as (R9 or R10 for a
-        policy that fits both: the installed vLLM's, else the newest)."""
+        self.api = api or env(ENV["api"]) or _revision(cls)
+        """The API revision the wrapped policy runs as: the one asked for, or
+        the detected one (for a policy that fits R9 and R10, the installed
+        vLLM's, else the newest)."""
         p = self.policy
         self._get = p.get
         self._insert = p.insert
@@ -339,7 +345,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._threads: dict[int, int] = {self._thread: 0}
         self._lock = threading.Lock()
         self._online = self.mode == "check"
-        self.judge = CoreJudge(cache_capacity, ordered=True, sink=self._violation)
+        self.judge = CoreJudge(cache_capacity, ordered=in_place_exact(), sink=self._violation)
         """Judges every call online in check mode (each record as it is
         read back from its text: the judge sees what the history holds);
         idle in record mode (its work would double the guard's cost: the

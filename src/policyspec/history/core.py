@@ -7,8 +7,9 @@ moves it with every record, as ``ProfileModel.step`` moves the core model,
 in O(1) per key. It checks both sides of every call: the caller contract
 (the model's ``can_*`` predicates: a breach is the manager's bug, reported
 with category ``caller``) and what the policy answered (category
-``policy``, under the requirement id it breaks). With ``ordered`` it also
-keeps the seed LRU's idle order and judges the ``lru`` profile in the same
+``policy``, under the requirement id it breaks). With ``ordered`` (a
+profile whose refinement ``keeps_idle_order``, the seed LRU's: ``in_place``)
+it also keeps that idle order and judges that profile in the same
 pass (``model.lru.LRURefinement`` keeps the core idle order, so the order
 is the refinement's state).
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policyspec.history import format as fmt
+from policyspec.profiles import Profile
 
 __all__ = ["CoreJudge", "Violation"]
 
@@ -87,7 +89,7 @@ class _Request:
 
 
 class CoreJudge:
-    """The core (and, with ``ordered``, the seed-LRU) model of one policy,
+    """The core (and, with ``ordered``, an in-place exact) model of one policy,
     judged record by record (module doc). ``sink`` receives every
     violation; by default the judge keeps the first of each id (``first``)
     and counts all (``counts``)."""
@@ -96,20 +98,30 @@ class CoreJudge:
         self,
         capacity: int | None,
         *,
-        ordered: bool = False,
+        ordered: Profile | None = None,
         first_call: int = 0,
         generation: int = 0,
         state: dict[str, Any] | None = None,
         sink: Sink | None = None,
     ) -> None:
         self.capacity = capacity
-        self.ordered = ordered
+        self.ordered = ordered is not None
+        self.ordered_as = ordered.name if ordered is not None else ""
+        """The exact profile judged in place (``in_place``), or ""."""
+        refinement = ordered.refinement if ordered is not None else None
+        self.ids: dict[str, str] = {} if refinement is None else {
+            "order": refinement.order_requirement,
+            "liveness": refinement.liveness_requirement,
+            **{op: refinement.culprit(op) for op in ("touch", "mark_evictable", "insert")},
+        }
+        """Its requirement ids: of its order, its liveness and each call that
+        places an idle key."""
         self.call = first_call - 1
         """The number of the last call judged."""
         self.generation = generation
         self.refs: dict[int, int] = {}
         self.cids: dict[int, int] = {}
-        self.idle: dict[int, int | None] = OrderedDict() if ordered else {}
+        self.idle: dict[int, int | None] = OrderedDict() if self.ordered else {}
         """Idle keys (least recent first, with ``ordered``), each with the code
         of the call that last placed it (to name the culprit of a wrong order)."""
         self.requests: dict[int, _Request] = {}
@@ -267,7 +279,7 @@ class CoreJudge:
         finally:
             self.call = call
             if marked and ordered:
-                self.seen["LRU-MARK-RECENCY"] += marked
+                self.seen[self.ids["mark_evictable"]] += marked
 
     def feed_one(self, rec: Sequence[Any]) -> None:
         """Judge one record (the guard's check mode: without the set-up of
@@ -388,7 +400,7 @@ class CoreJudge:
                 idle[k] = fmt.TOUCH
                 moved = True
         if moved:
-            self.seen["LRU-TOUCH-ORDER"] += 1
+            self.seen[self.ids["touch"]] += 1
 
     def _clear(self, rec: Sequence[Any]) -> None:
         self.cleared = (self.call, self.cids.copy())
@@ -413,7 +425,7 @@ class CoreJudge:
         if len(rec) > 2 and rec[2] != 0:
             self._wrote(k, rec[2], "mark_evictable")
         if self.ordered:
-            self.seen["LRU-MARK-RECENCY"] += 1
+            self.seen[self.ids["mark_evictable"]] += 1
 
     def _mark_non_evictable(self, rec: Sequence[Any]) -> None:
         k = rec[1]
@@ -450,13 +462,14 @@ class CoreJudge:
                 self._policy("EVICT-LIVENESS", f"evict({n}, {_keys(protected)}) returned None "
                              f"while {_eligible(eligible)}; the spec asks for {n}")
                 if self.ordered and not self.lru_failed:
-                    seen["LRU-LIVENESS"] += 1
+                    seen[self.ids["liveness"]] += 1
                     self.lru_failed = True
-                    self._policy("LRU-LIVENESS", f"evict({n}, {_keys(protected)}) returned "
-                                 f"None while {_eligible(eligible)}; the lru profile "
-                                 f"evicts {n} of them", profile="lru")
+                    self._policy(self.ids["liveness"], f"evict({n}, {_keys(protected)}) "
+                                 f"returned None while {_eligible(eligible)}; the "
+                                 f"{self.ordered_as} profile evicts {n} of them",
+                                 profile=self.ordered_as)
             elif self.ordered:
-                seen["LRU-EVICT-ORDER"] += 1
+                seen[self.ids["order"]] += 1
             return
         result = rec[3]
         if result.__class__ is str:
@@ -533,16 +546,17 @@ class CoreJudge:
                     expected.append(k)
                     if len(expected) == n:
                         break
-        self.seen["LRU-EVICT-ORDER"] += 1
+        self.seen[self.ids["order"]] += 1
         if len(expected) < n:
-            return  # core already judged: LRU-LIVENESS only when it returns None
-        self.seen["LRU-LIVENESS"] += 1
+            return  # core already judged: the liveness id only when it returns None
+        self.seen[self.ids["liveness"]] += 1
         if expected != victims:
             self.lru_failed = True
             culprit, why = self._culprit(expected, victims)
-            self._policy("LRU-EVICT-ORDER", f"evict({n}, {_keys(sorted(shut))}) returned "
-                         f"{_keys(victims)}; the lru profile requires {_keys(expected)}{why}",
-                         victims[0] if victims else None, profile="lru", culprit=culprit)
+            self._policy(self.ids["order"], f"evict({n}, {_keys(sorted(shut))}) returned "
+                         f"{_keys(victims)}; the {self.ordered_as} profile requires "
+                         f"{_keys(expected)}{why}", victims[0] if victims else None,
+                         profile=self.ordered_as, culprit=culprit)
 
     def _culprit(self, expected: list[int], victims: list[int]) -> tuple[str | None, str]:
         """The requirement a wrong LRU order most likely comes from, read
@@ -553,9 +567,10 @@ class CoreJudge:
         for e, v in zip(expected, victims, strict=False):
             if e != v:
                 placed = self.idle.get(v, -1)
-                rid = _PLACED.get(placed if placed is not None else -1)
-                if rid is None:
+                op = _PLACED.get(placed if placed is not None else -1)
+                if op is None:
                     break
+                rid = self.ids[op]
                 return rid, (f"; key {v} was last placed by {fmt.op_name(placed or 0)}: "
                              f"likely {rid} (a reading of the history, not a proof)")
         return None, ""
@@ -658,9 +673,9 @@ class CoreJudge:
         return False
 
 
-_PLACED = {fmt.TOUCH: "LRU-TOUCH-ORDER", fmt.MARK_EVICTABLE: "LRU-MARK-RECENCY",
-           fmt.INSERT: "LRU-INSERT-RECENCY"}
-"""The lru requirement of the call that last placed an idle key."""
+_PLACED = {fmt.TOUCH: "touch", fmt.MARK_EVICTABLE: "mark_evictable", fmt.INSERT: "insert"}
+"""The call that last placed an idle key, by its record's code: the exact
+profile's requirement for it is the refinement's ``culprit``."""
 
 _KEYED = frozenset({fmt.GET, fmt.INSERT, fmt.REMOVE, fmt.MARK_EVICTABLE, fmt.MARK_NON_EVICTABLE})
 _MARKER_CODES = frozenset(fmt.MARKERS)

@@ -23,13 +23,14 @@ from typing import IO, Any
 from policyspec.history import format as fmt
 from policyspec.history.core import CoreJudge, Violation
 from policyspec.history.model_judge import ModelJudge
-from policyspec.profiles import get_profile
+from policyspec.profiles import Profile, get_profile
 
 __all__ = [
     "IN_PLACE",
     "JUDGED_PROFILES",
     "ProfileVerdict",
     "Verdict",
+    "in_place_exact",
     "judge_paths",
     "judged_profiles",
     "read_segments",
@@ -37,22 +38,40 @@ __all__ = [
     "window_case",
 ]
 
-IN_PLACE = ("core", "lru")
-"""Profiles ``CoreJudge`` judges in place (and whose failures get a window)."""
+def _in_place() -> tuple[str, ...]:
+    """The profiles ``CoreJudge`` judges in place (and whose failures get a
+    window): core, and every registered exact profile whose order is core's
+    own idle order (``Refinement.keeps_idle_order``: the seed LRU's)."""
+    from policyspec.registry import load_profile_entries
+
+    exact = [name for name in load_profile_entries() if name != "core"
+             and (r := get_profile(name).refinement) is not None and r.keeps_idle_order]
+    return ("core", *exact)
+
+
+IN_PLACE = _in_place()
+"""Profiles ``CoreJudge`` judges in place (``_in_place``)."""
+
+
+def in_place_exact() -> Profile | None:
+    """The exact profile ``CoreJudge`` keeps the idle order of (the first of
+    ``IN_PLACE`` after core), or None."""
+    return get_profile(IN_PLACE[1]) if len(IN_PLACE) > 1 else None
 
 
 def judged_profiles(api: str | None) -> tuple[str, ...]:
     """The profiles judged when none is named: core and the seed LRU in place
     (``CoreJudge``), and through their models (``ModelJudge``) the exact
     profiles of the vLLM release whose revision the history was recorded
-    as (R9: lru-0.33 and arc; R10: lru-0.34 and arc-0.34; a history without
-    a revision is R9's, the first the guard recorded). Any other profile
-    with a refinement can be named."""
+    as (R9: lru-0.33 and arc; R10: lru-0.34 and arc-0.34; a history of an
+    older revision, or without one, R9's: the first manager the guard ran
+    under). Any other profile with a refinement can be named."""
     from policyspec.registry import load_profile_entries
 
-    revision = api or "R9"
-    exact = tuple(e.name for e in load_profile_entries().values()
-                  if e.refinement is not None and e.api == revision)
+    entries = load_profile_entries().values()
+    exact = tuple(e.name for e in entries if e.refinement is not None and e.api == api)
+    if not exact:  # a policy of a revision before R9, recorded under 0.33's manager
+        exact = tuple(e.name for e in entries if e.refinement is not None and e.api == "R9")
     return (*IN_PLACE, *exact)
 
 
@@ -191,7 +210,8 @@ def read_segments(paths: Sequence[Path], *, batches: bool = False
             yield header, (_batches if batches else _records)(file, path)
 
 
-def _judge(header: dict[str, Any], sink: Any = None, ordered: bool = True) -> CoreJudge:
+def _judge(header: dict[str, Any], sink: Any = None, ordered: Profile | None = None
+           ) -> CoreJudge:
     return CoreJudge(header.get("capacity"), ordered=ordered,
                      first_call=header.get("first_call", 0),
                      generation=header.get("generation", 0), state=header.get("state"),
@@ -205,13 +225,12 @@ def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] | None = No
     garbage collector is off meanwhile: records are acyclic lists, and its
     passes over each parsed block cost a third of the time."""
     if profiles is None:
-        first = segments_of(paths)[0]
-        with first.open(encoding="utf-8") as file:
-            profiles = judged_profiles(_header(file, first).get("api"))
+        for header, _ in read_segments(segments_of(paths)[:1]):
+            profiles = judged_profiles(header.get("api"))
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _judge_paths(paths, profiles)
+        return _judge_paths(paths, profiles or judged_profiles(None))
     finally:
         if enabled:
             gc.enable()
@@ -219,7 +238,8 @@ def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] | None = No
 
 def _judge_paths(paths: Sequence[str | Path], profiles: Sequence[str]) -> Verdict:
     files = segments_of(paths)
-    ordered = "lru" in profiles  # core alone needs no idle order
+    # core alone needs no idle order; an in-place exact profile does
+    ordered = in_place_exact() if any(n in IN_PLACE[1:] for n in profiles) else None
     judge: CoreJudge | None = None
     first_header: dict[str, Any] = {}
     gaps: list[str] = []
@@ -292,9 +312,11 @@ def _judge_paths(paths: Sequence[str | Path], profiles: Sequence[str]) -> Verdic
             elif first is None and not judged.seen.get(order):
                 verdict.judged = False
                 verdict.note = f"no eviction was compared with the {name} order"
-        if name == "lru" and first is None and not exercised.get("LRU-EVICT-ORDER"):
-            verdict.judged = False
-            verdict.note = "no eviction was compared with the seed LRU's order"
+        if ordered is not None and name == ordered.name and first is None:
+            assert ordered.refinement is not None
+            if not exercised.get(ordered.refinement.order_requirement):
+                verdict.judged = False
+                verdict.note = f"no eviction was compared with the {name} order"
         if name == "core" and first is None and not exercised.get("EVICT-EXACT-N"):
             verdict.note = "no eviction returned victims: only gets and the caller side judged"
         verdicts.append(verdict)
@@ -470,13 +492,14 @@ def window_case(
     case: _Case | None = None
     header0: dict[str, Any] = {}
     exact = violation.profile != "core"
+    ordered = get_profile(violation.profile) if exact else None
     done = False
     for header, records in read_segments(segments_of(paths)):
         if judge is None:
-            judge = _judge(header, sink=lambda v: None)
+            judge = _judge(header, sink=lambda v: None, ordered=ordered)
             header0 = header
         elif header.get("first_call", judge.call + 1) != judge.call + 1:
-            judge = _judge(header, sink=lambda v: None)
+            judge = _judge(header, sink=lambda v: None, ordered=ordered)
             case = None
         for rec in records:
             op = rec[0]
@@ -496,7 +519,7 @@ def window_case(
             break
     if case is None or not done:
         raise fmt.HistoryError(f"call {end} is not in the history")
-    profile = "lru" if exact else "core"
+    profile = violation.profile
     note = f"; {case.skipped} request-hook calls left out" if case.skipped else ""
     return {
         "name": name or f"history-call-{end}-{violation.requirement}",

@@ -1,8 +1,8 @@
 """Hypothesis strategies for model values: keys, well-formed states, and the
 quiescent states a manager leaves between two of its steps.
 
-The model's tests draw single transitions from these; engines reuse them to
-start runs from arbitrary states instead of only from the empty one. Every
+The model's tests and the fast oracle's draw single transitions from these
+(tests only: no engine starts from an arbitrary state). Every
 drawn state satisfies ``well_formed`` by construction (no filtering), so
 generation stays fast and shrinks towards small, empty states.
 """
