@@ -15,7 +15,8 @@ from policyspec.exits import EXIT_USAGE, UsageError
 
 __all__ = ["main"]
 
-COMMANDS = ("check", "vectors", "replay", "prove", "report", "record", "check_history")
+COMMANDS = ("check", "vectors", "replay", "prove", "report", "record", "check_history",
+            "simulate")
 """Subcommand modules under policyspec.commands, in help order."""
 
 
