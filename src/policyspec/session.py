@@ -108,6 +108,8 @@ class CheckOptions:
     memory_limit_mb: int = 4096
     api: str | None = None
     stand_in: bool = True
+    trace: str | None = None
+    """A serving trace the trace engine plays instead of its sample."""
 
     def validate(self) -> None:
         """UsageError, in one line, for options that cannot go together."""
@@ -131,6 +133,8 @@ class CheckOptions:
         index, total = self.shard
         if not 1 <= index <= total:
             raise UsageError(f"--shard {index}/{total}: expected K/N with 1 <= K <= N")
+        if self.trace is not None and self.engines and "trace" not in self.engines:
+            raise UsageError("--trace FILE is played by the trace engine: add --engine trace")
 
 
 def check_target(
@@ -251,6 +255,7 @@ def run_check(
         return EngineContext(
             subject, profile, item.seconds, item.seed, options.capacity, item.shard, database,
             options.depth, options.keys, options.symmetry, options.capacity_fixed,
+            trace=options.trace,
         )
 
     sightings = Sightings(started)

@@ -101,6 +101,10 @@ def add_parser(sub: Any) -> None:
                         "unless this is given, the stateful and manager engines draw one per "
                         "example, the fast engine makes long runs at 100,000 and the size "
                         "engine draws its own: spec/sizes.md)")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="a serving trace (Mooncake JSONL or policyspec's format, "
+                        "spec/traffic.md) for the trace engine to play whole, at --capacity, "
+                        "instead of its bundled sample")
     parser.add_argument("--json-report", metavar="PATH", help="write the JSON report here")
     parser.add_argument("--junit-xml", metavar="PATH", help="write a JUnit XML report here")
     parser.add_argument("--html-report", metavar="PATH",
@@ -153,6 +157,21 @@ def _add_exhaustive_options(parser: argparse.ArgumentParser) -> None:
                        "policies whose behaviour depends on key values or hash order)")
 
 
+def _check_trace(path: str) -> None:
+    """The whole trace is read once before the run: a bad line is exit 2
+    before anything runs or is written."""
+    from policyspec.workload.reader import TraceFormatError, validate_trace
+
+    try:
+        requests, _ = validate_trace(path)
+    except TraceFormatError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"--trace: cannot read {path}: {exc.strerror or exc}") from None
+    if requests == 0:
+        raise UsageError(f"--trace: {path} holds no request")
+
+
 def _terminate(signum: int, frame: object) -> None:
     # A time limit (SIGTERM) ends the run like Ctrl-C: with a report.
     raise KeyboardInterrupt
@@ -172,6 +191,7 @@ def options_of(args: argparse.Namespace) -> CheckOptions:
         symmetry=not args.no_symmetry, jobs=args.jobs, fail_fast=args.fail_fast,
         isolate=args.isolate,
         memory_limit_mb=args.memory_limit, api=args.api, stand_in=not args.no_stand_in,
+        trace=args.trace,
     )
 
 
@@ -183,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
 
     options = options_of(args)
     options.validate()
+    if args.trace is not None:
+        _check_trace(args.trace)
     try:
         profile = get_profile(args.profile)
     except ValueError as exc:

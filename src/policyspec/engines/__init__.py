@@ -42,6 +42,9 @@ class EngineContext:
     """``--capacity`` was given: every policy is built with ``capacity``.
     Otherwise an engine that draws sizes (the size engine) chooses its own
     per example, and ``capacity`` is the default for the others."""
+    trace: str | None = None
+    """A serving trace for the trace engine to play (``--trace``); None:
+    its bundled sample."""
 
 
 @dataclass(frozen=True)
@@ -214,3 +217,15 @@ def _manager_033(ctx: EngineContext) -> EngineRun:
 # vLLM 0.33.0's manager (its emulation) under request traffic, for a policy
 # with the request hooks; it makes no call, with a note, on other revisions.
 register_engine(Engine("manager-0.33", _manager_033, 0.08, needs="hooks"))
+
+
+def _trace(ctx: EngineContext) -> EngineRun:
+    from policyspec.engines.trace import run_trace
+
+    return run_trace(ctx.subject, ctx.profile, ctx.seconds, ctx.seed, ctx.capacity,
+                     trace=ctx.trace, fixed=ctx.capacity_fixed)
+
+
+# A serving trace (the bundled sample, or --trace FILE) through the emulated
+# manager of the policy's revision; the sample's share buys a count of requests.
+register_engine(Engine("trace", _trace, 0.08, needs="hooks"))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -288,40 +290,84 @@ def _vllm_types() -> tuple[type, ...]:
 
 
 _WORK: dict[str, Any] = {}
-"""What forked workers inherit: the subjects and the campaign."""
+"""What a worker plays: the campaign and the subjects of its policies."""
+
+
+def _load(campaign: Campaign, subjects: dict[str, Subject] | None) -> None:
+    """A worker's set-up: the subjects given, or loaded from the targets."""
+    if subjects is None:
+        subjects = {p.label: load_subject(p.target) for p in campaign.policies}
+    _WORK.update(campaign=campaign, subjects=subjects)
+
+
+def _spawned(data: dict[str, Any]) -> None:
+    _load(Campaign.from_json(data), None)
 
 
 def _work(key: CellKey) -> Cell:
     campaign: Campaign = _WORK["campaign"]
     policy = campaign.policies[key.policy]
-    return _run_cell(key, campaign.traces[key.trace], policy, _WORK["subjects"][policy.label],
-                     campaign.timing, campaign.store_threshold, campaign.request_limit)
+    with standins.installed():
+        return _run_cell(key, campaign.traces[key.trace], policy,
+                         _WORK["subjects"][policy.label], campaign.timing,
+                         campaign.store_threshold, campaign.request_limit)
+
+
+HASH_SEED = "0"
+"""The ``PYTHONHASHSEED`` cells run under when this process's is random."""
 
 
 def run_cells(
     campaign: Campaign, subjects: dict[str, Subject], *, jobs: int = 1,
     progress: Callable[[Cell], None] | None = None,
 ) -> Campaign:
-    """Run this shard's cells (``jobs`` forked processes at once) into
-    ``campaign.cells``, in grid order."""
+    """Run this shard's cells into ``campaign.cells``, in grid order.
+
+    A policy may hash its keys (``hash(bytes)`` differs from process to
+    process unless ``PYTHONHASHSEED`` is set), so for the same numbers on
+    every run the cells are played where the hash seed is fixed: in this
+    process (``jobs`` 1) or forked workers when it is, else in ``jobs``
+    fresh processes started with ``PYTHONHASHSEED=0``."""
     keys = grid(campaign.traces, campaign.capacities, campaign.policies, campaign.shard)
-    _WORK.update(campaign=campaign, subjects=subjects)
-    try:
-        with standins.installed():
-            for cell in _cells(keys, jobs):
-                campaign.cells.append(cell)
-                if progress is not None:
-                    progress(cell)
-    finally:
-        _WORK.clear()
+    for cell in _cells(campaign, subjects, keys, jobs):
+        campaign.cells.append(cell)
+        if progress is not None:
+            progress(cell)
     return campaign
 
 
-def _cells(keys: list[CellKey], jobs: int) -> Iterator[Cell]:
-    if jobs <= 1 or len(keys) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from map(_work, keys)
+def _cells(
+    campaign: Campaign, subjects: dict[str, Subject], keys: list[CellKey], jobs: int
+) -> Iterator[Cell]:
+    fixed = sys.flags.hash_randomization == 0
+    if fixed and (jobs <= 1 or len(keys) <= 1
+                  or "fork" not in multiprocessing.get_all_start_methods()):
+        _load(campaign, subjects)
+        try:
+            yield from map(_work, keys)
+        finally:
+            _WORK.clear()
         return
-    with multiprocessing.get_context("fork").Pool(min(jobs, len(keys))) as pool:
+    if fixed:
+        _load(campaign, subjects)
+        try:
+            with multiprocessing.get_context("fork").Pool(min(jobs, len(keys))) as pool:
+                yield from pool.imap(_work, keys)
+        finally:
+            _WORK.clear()
+        return
+    before = os.environ.get("PYTHONHASHSEED")
+    os.environ["PYTHONHASHSEED"] = HASH_SEED
+    try:
+        context = multiprocessing.get_context("spawn")
+        pool = context.Pool(max(1, min(jobs, len(keys))), initializer=_spawned,
+                            initargs=(campaign.to_json(),))
+    finally:
+        if before is None:
+            del os.environ["PYTHONHASHSEED"]
+        else:
+            os.environ["PYTHONHASHSEED"] = before
+    with pool:
         yield from pool.imap(_work, keys)
 
 
