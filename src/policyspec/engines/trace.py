@@ -83,11 +83,11 @@ EXAMPLE_REQUESTS = 40
 REQUESTS_PER_SECOND = 60
 """Requests of the sample a second of the engine's share buys (a count: the
 same budget plays the same requests on any machine). At least one example."""
-SIZES = (48, 128)
+SIZES = (16, 48)
 """Cache sizes the sample's examples cycle through beside the run's own
 (unless it was chosen): its requests name 11 blocks on average, so these
 fill within a few requests."""
-CHECKPOINT_ACTIONS = 512
+CHECKPOINT_ACTIONS = 256
 KEEP = 4
 """Checkpoints kept: a window is at most ``KEEP * CHECKPOINT_ACTIONS``
 actions (and at least one checkpoint's worth) before the failing call."""
@@ -179,13 +179,15 @@ def _drop_finished(harness: Lockstep, proxy: ManagerProxy, running: set[str]) ->
     model = harness.model
     requests = model.requests
     live = {proxy.request_of[req_id] for req_id in running if req_id in proxy.request_of}
-    table = {r: q for r, q in requests.table.items()
-             if r in live or (q.generation == requests.generation and not q.finished)}
-    if len(table) < len(requests.table):
-        harness.model = replace(model, requests=Requests(table, requests.generation))
-        for r in [r for r in harness.contexts if r not in table]:
-            del harness.contexts[r]
-    for req_id in [q for q, r in proxy.request_of.items() if r not in table]:
+    done = {r for r, q in requests.table.items()
+            if r not in live and (q.finished or q.generation != requests.generation)}
+    if not done:
+        return
+    table = {r: q for r, q in requests.table.items() if r not in done}
+    harness.model = replace(model, requests=Requests(table, requests.generation))
+    for r in done:
+        harness.contexts.pop(r, None)
+    for req_id in [q for q, r in proxy.request_of.items() if r in done]:
         del proxy.request_of[req_id]
 
 
@@ -251,10 +253,14 @@ def run_trace(
     played: Counter[str] = Counter()
     soft: dict[str, tuple[int, list[tuple[Action, ...]]]] = {}
     sightings = current_sightings()
+    def until() -> float:
+        """When shrinking stops: the share's end for the sample; for a
+        file, whose play the share does not bound, a share after now."""
+        return started + seconds if trace is None else monotonic() + seconds
+
     for example in examples:
         own = None if example.capacity == capacity else example.capacity
-        counts = _play(run, subject, profile, example, own, trace, fatal, soft,
-                       started + seconds)
+        counts = _play(run, subject, profile, example, own, trace, fatal, soft, until)
         run.examples += 1
         if counts is not None:
             for name in ("requests", "blocks", "hit_blocks", "stores", "stores_refused",
@@ -264,7 +270,7 @@ def run_trace(
             break
     for requirement, (size, candidates) in soft.items():
         _judge(run, subject, profile, size, None if size == capacity else size, requirement,
-               candidates, "", started + seconds)
+               candidates, "", until())
     run.counts.update({f"trace_{name}": value for name, value in sorted(played.items())})
     where = trace if trace is not None else (
         f"the bundled synthetic sample in {run.examples} run(s) of up to {EXAMPLE_REQUESTS} "
@@ -282,7 +288,7 @@ def run_trace(
 def _play(
     run: EngineRun, subject: Subject, profile: Profile, example: _Example, own: int | None,
     trace: str | None, fatal: Callable[[str], bool] | None,
-    soft: dict[str, tuple[int, list[tuple[Action, ...]]]], deadline: float,
+    soft: dict[str, tuple[int, list[tuple[Action, ...]]]], until: Callable[[], float],
 ) -> PlayCounts | None:
     """One example: the play, and what it found (``own``: the example's
     capacity when it is not the run's)."""
@@ -318,7 +324,7 @@ def _play(
         counts = player.run()
     except ConformanceFailure as failure:
         _judge(run, subject, profile, size, own, failure.requirement, windows.candidates(),
-               failure.message, deadline)
+               failure.message, until())
     except Aborted as aborted:
         run.add(Finding(aborted.failure.requirement, aborted.failure.message,
                         windows.candidates()[0], ENGINE, capacity=own))
@@ -326,7 +332,7 @@ def _play(
         run.add(Finding("API-RETURNS", "a policy call did not return within the time limit",
                         windows.candidates()[0], ENGINE, capacity=own))
     except (ManagerAssertionError, ManagerCheckFailed) as exc:
-        _manager_finding(run, subject, profile, size, own, windows.candidates(), exc, deadline)
+        _manager_finding(run, subject, profile, size, own, windows.candidates(), exc, until())
     except EmulationMismatch as exc:
         if not harness.soft:
             run.error = f"{ENGINE}: {exc}"
