@@ -128,7 +128,7 @@ def campaign_page(campaign: Campaign) -> str:
         cells = []
         for key, _ in COLUMNS:
             if key == "policy":
-                cells.append(f'<th scope="row">{esc(row[key])}</th>')
+                cells.append(f'<th scope="row" class="policy">{esc(row[key])}</th>')
             else:
                 cells.append(f"<td{_num(key)}>{esc(row[key])}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
@@ -160,7 +160,8 @@ def campaign_page(campaign: Campaign) -> str:
         f"<li>Sizes: {', '.join(size_label(c) for c in campaign.capacities)} blocks of 512 "
         "tokens.</li></ul>"
     )
-    return document(f"policyspec simulate: {target}", page)
+    style = "<style>table.simulate th.policy { white-space: nowrap; }</style>"
+    return document(f"policyspec simulate: {target}", style + page)
 
 
 def _num(key: str) -> str:
