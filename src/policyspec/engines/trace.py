@@ -253,6 +253,7 @@ def run_trace(
     played: Counter[str] = Counter()
     soft: dict[str, tuple[int, list[tuple[Action, ...]]]] = {}
     sightings = current_sightings()
+
     def until() -> float:
         """When shrinking stops: the share's end for the sample; for a
         file, whose play the share does not bound, a share after now."""
