@@ -86,5 +86,5 @@ fi
 "$venv/bin/policyspec" drift
 POLICYSPEC_REQUIRE_VLLM=1 "$venv/bin/python" -m pytest -q -p no:xdist -rs \
   tests/test_installed_vllm.py tests/test_vllm_differential.py tests/test_vllm_standins_match.py \
-  tests/test_history_vllm.py
+  tests/test_history_vllm.py tests/test_trace_vllm.py
 echo "== vLLM $version step: $((SECONDS - start)) s"

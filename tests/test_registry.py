@@ -97,7 +97,7 @@ def test_entry_is_defined_once_at_its_anchor(req: Requirement) -> None:
 def test_page_defines_only_registered_ids(name: str) -> None:
     text = prose(name)
     orphans = sorted(
-        {a for a in ANCHOR.findall(text) if a not in REGISTRY}
+        {a for a in ANCHOR.findall(text) if ID_FORMAT.fullmatch(a) and a not in REGISTRY}
         | {d for d in DEFINITION.findall(text) if d not in REGISTRY}
     )
     assert not orphans, f"{name} defines ids missing from the registry: {orphans}"

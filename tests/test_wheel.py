@@ -67,3 +67,10 @@ def test_wheel_pytest_plugin_runs_conformance_modules(installed: Path) -> None:
                "--policy-budget", "5", cwd=installed)
     assert done.returncode == 0, done.stdout[-3000:]
     assert " passed" in done.stdout
+
+
+def test_wheel_ships_the_sample_trace(installed: Path) -> None:
+    cli = installed / "env" / "bin" / "policyspec"
+    done = run(cli, "simulate", "--requests", "30", "--capacity", "64", "-q", cwd=installed)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "| sample.jsonl | 64 | reference LRU |" in done.stdout

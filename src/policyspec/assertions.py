@@ -4,7 +4,7 @@ the requirement's message against the faulty policy and passes against a
 fixed one.
 
 The replay is the check's own: a fresh policy driven through the trace in
-lockstep with the profile's model (``engines.reproduce``), with the
+lockstep with the profile's model (``witness.reproduce``), with the
 manager's bookkeeping for the manager's requirements (``engines.manager_replay``).
 """
 

@@ -17,6 +17,7 @@ __all__ = ["main"]
 
 COMMANDS = (
     "check", "new", "vectors", "replay", "prove", "report", "record", "check_history", "drift",
+    "simulate",
 )
 """Subcommand modules under policyspec.commands, in help order."""
 

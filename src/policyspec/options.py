@@ -55,6 +55,8 @@ class CheckOptions:
     stand_in: bool = True
     placeholders: tuple[str, ...] = ()
     """Unmodelled vLLM names kept as inert placeholders (``--placeholder``)."""
+    trace: str | None = None
+    """A serving trace the trace engine plays instead of its sample (``--trace``)."""
 
     def validate(self) -> None:
         """UsageError, in one line, for options that cannot go together."""
@@ -82,3 +84,5 @@ class CheckOptions:
         index, total = self.shard
         if not 1 <= index <= total:
             raise UsageError(f"--shard {index}/{total}: expected K/N with 1 <= K <= N")
+        if self.trace is not None and self.engines and "trace" not in self.engines:
+            raise UsageError("--trace FILE is played by the trace engine: add --engine trace")

@@ -159,7 +159,8 @@ def run_check(
         return EngineContext(
             subject, profile, item.units, item.seed, options.capacity, item.shard, database,
             options.capacity_fixed, cap,
-            {"depth": options.depth, "keys": options.keys, "symmetry": options.symmetry},
+            {"depth": options.depth, "keys": options.keys, "symmetry": options.symmetry,
+             "trace": options.trace},
         )
 
     sightings = Sightings(started)

@@ -126,6 +126,10 @@ def add_parser(sub: Any) -> None:
                         "unless this is given, the stateful and manager engines draw one per "
                         "example, the fast engine makes long runs at 100,000 and the size "
                         "engine draws its own: spec/sizes.md)")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="a serving trace (Mooncake JSONL or policyspec's format, "
+                        "spec/traffic.md) for the trace engine to play whole, at --capacity, "
+                        "instead of its bundled sample")
     add_report_flags(parser)
     parser.add_argument("--api", help=API_HELP)
     parser.add_argument("--no-stand-in", action="store_true",
@@ -182,6 +186,21 @@ def _add_exhaustive_options(parser: argparse.ArgumentParser) -> None:
                        "policies whose behaviour depends on key values or hash order)")
 
 
+def _check_trace(path: str) -> None:
+    """The whole trace is read once before the run: a bad line is exit 2
+    before anything runs or is written."""
+    from policyspec.workload.reader import TraceFormatError, validate_trace
+
+    try:
+        requests, _ = validate_trace(path)
+    except TraceFormatError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"--trace: cannot read {path}: {exc.strerror or exc}") from None
+    if requests == 0:
+        raise UsageError(f"--trace: {path} holds no request")
+
+
 def _terminate(signum: int, frame: object) -> None:
     # A time limit (SIGTERM) ends the run like Ctrl-C: with a report.
     raise KeyboardInterrupt
@@ -221,6 +240,7 @@ def options_of(args: argparse.Namespace) -> CheckOptions:
         isolate=args.isolate,
         memory_limit_mb=args.memory_limit, api=args.api, stand_in=not args.no_stand_in,
         placeholders=tuple(args.placeholders or ()),
+        trace=args.trace,
     )
 
 
@@ -239,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFORMS
     options = options_of(args)
     options.validate()
+    if args.trace is not None:
+        _check_trace(args.trace)
     try:
         profile = get_profile(args.profile)
     except ValueError as exc:

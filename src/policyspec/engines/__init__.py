@@ -20,6 +20,7 @@ from policyspec.engines import (
     seed_errors,
     size,
     stateful,
+    trace,
     vllm_manager,
 )
 from policyspec.run.context import Engine, EngineContext
@@ -36,6 +37,6 @@ def register_engine(engine: Engine) -> Engine:
 
 
 for _module in (stateful, manager, metamorphic, exhaustive, seed_errors, fast, size, cost,
-                evict_linear, arc_memory, vllm_manager):
+                evict_linear, arc_memory, vllm_manager, trace):
     for _engine in _module.ENGINES:
         register_engine(_engine)

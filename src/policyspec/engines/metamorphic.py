@@ -660,7 +660,7 @@ def _minimal(
     judge: _Judge, relation: Relation, sequence: Sequence[Action], ctx: _Context,
     first: _Difference, cap: float | None,
 ) -> Finding | None:
-    """Shrink S with the shared minimiser (``engines.minimise``: no step and
+    """Shrink S with the shared minimiser (``witness.minimise``: no step and
     no key that can go, a sequence vLLM's manager could make where there is
     one), CLEAR-FRESH's prefix too, then the added calls of the transformed
     sequence (``_thinned``), then rename the keys 0, 1, 2, ...; at most

@@ -107,7 +107,7 @@ def _minimise(
     subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
     tries: int, cap: float | None = None,
 ) -> tuple[Finding, int]:
-    """``finding`` with the witness to show (``engines.minimise.bounded_witness``),
+    """``finding`` with the witness to show (``witness.minimise.bounded_witness``),
     its message for that trace and the requirement to blame; and the replays
     the witness took, at most ``tries`` (until the wall-time ``cap``: then
     the shortest trace found so far stands, still failing, just longer)."""

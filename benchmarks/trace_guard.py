@@ -1,0 +1,163 @@
+"""``python -m benchmarks.trace_guard [TRACE]``: what ``policyspec.guard``
+costs a user, in vLLM's manager's time, on a serving trace (issue 31, item
+4). Needs vLLM 0.33.0 installed: run it with the venv of .ci/vllm033.sh
+(``.venv-vllm033/bin/python -m benchmarks.trace_guard``).
+
+vLLM's real ``CPUOffloadingManager`` plays the trace (``policyspec.workload``'s
+player, vLLM's own ``ReqContext``) around its in-tree LRU four ways, side
+by side in one process, in ``--rounds`` rounds whose order rotates:
+
+* ``bare``: ``cache_policy="lru"``;
+* ``keep``: the same LRU behind ``benchmarks.history._Keep``, the floor
+  under any recorder written in Python (it keeps each call's objects and
+  writes nothing);
+* ``record`` and ``check``: ``cache_policy="GuardPolicy"``,
+  ``cache_policy_module_path="policyspec.guard"``, the guard around vLLM's
+  LRU (``POLICYSPEC_GUARD_TARGET``) writing its history to a temporary
+  directory, in each mode; its closing flush counts.
+
+The figure is the manager's wall time: ``time.perf_counter`` summed over
+every call the player makes of the manager (its lookups, loads, stores,
+completions and finishes; the policy's calls are inside them), so the
+player's own work is left out; beside it the CPU time of the same calls
+(``time.thread_time``), which a busy machine disturbs less. Medians of the
+rounds. Targets: record adds at most 10% to the bare manager's time, check
+at most 30%, and record's extra is at most twice the keep floor's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+TARGET = "vllm.v1.kv_offload.cpu.policies.lru:LRUCachePolicy"
+VARIANTS = ("bare", "keep", "record", "check")
+
+
+class TimedManager:
+    """The manager behind two clocks: the wall seconds spent in its calls,
+    and the CPU seconds of this thread in them (which a busy machine
+    changes less)."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+        self.seconds = 0.0
+        self.cpu = 0.0
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self.manager, name)
+        clock, cpu = time.perf_counter, time.thread_time
+
+        def timed(*args: Any) -> Any:
+            started, used = clock(), cpu()
+            try:
+                return method(*args)
+            finally:
+                self.seconds += clock() - started
+                self.cpu += cpu() - used
+
+        return timed
+
+
+def build(variant: str, capacity: int, directory: Path, round_: int) -> Any:
+    from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
+
+    from benchmarks.history import _Keep
+
+    if variant in ("bare", "keep"):
+        manager = CPUOffloadingManager(capacity, cache_policy="lru")
+        if variant == "keep":
+            manager._policy = _Keep(manager._policy)
+        return manager
+    os.environ.update({
+        "POLICYSPEC_GUARD_TARGET": TARGET,
+        "POLICYSPEC_GUARD_MODE": variant,
+        "POLICYSPEC_GUARD_HISTORY": str(directory / f"{variant}-{round_}.jsonl"),
+    })
+    return CPUOffloadingManager(capacity, cache_policy="GuardPolicy",
+                                cache_policy_module_path="policyspec.guard")
+
+
+def play_once(variant: str, requests: list[Any], capacity: int, directory: Path,
+              round_: int) -> tuple[float, float, int]:
+    """The manager's wall and CPU seconds (the guard's closing flush
+    added to both), and the policy calls the guard recorded."""
+    from vllm.v1.kv_offload.base import ReqContext
+
+    from policyspec.workload.player import Player
+
+    manager = build(variant, capacity, directory, round_)
+    timed = TimedManager(manager)
+    Player(timed, requests, new_context=ReqContext).run()
+    policy = manager._policy
+    close = getattr(policy, "close", None)
+    if close is not None:
+        started, used = time.perf_counter(), time.thread_time()
+        close()
+        timed.seconds += time.perf_counter() - started
+        timed.cpu += time.thread_time() - used
+    calls = int(getattr(policy, "calls", 0))
+    for path in directory.glob(f"{variant}-{round_}.jsonl*"):
+        path.unlink()
+    return timed.seconds, timed.cpu, calls
+
+
+def main(argv: list[str] | None = None) -> int:
+    from policyspec.workload.reader import read_trace
+    from policyspec.workload.sample import sample_path
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.trace_guard",
+                                     description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("trace", nargs="?", help="a trace (default: the bundled sample)")
+    parser.add_argument("--capacity", type=int, default=None,
+                        help="cache size in blocks (default 10,000; 1,024 for the sample)")
+    parser.add_argument("--requests", type=int, default=None, help="only the first N requests")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args(argv)
+    path = args.trace or str(sample_path())
+    capacity = args.capacity or (10_000 if args.trace else 1024)
+    requests = list(islice(read_trace(path), args.requests))
+    blocks = sum(len(r.blocks) for r in requests)
+    print(f"guard cost on vLLM 0.33.0's CPUOffloadingManager, {Path(path).name}: "
+          f"{len(requests):,} requests, {blocks:,} blocks, capacity {capacity:,}; "
+          f"{args.rounds} rounds; load average {os.getloadavg()[0]:.1f} at the start",
+          flush=True)
+    seconds: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    calls = 0
+    with tempfile.TemporaryDirectory(prefix="policyspec-trace-guard-") as tmp:
+        directory = Path(tmp)
+        for round_ in range(args.rounds):
+            order = VARIANTS[round_ % len(VARIANTS):] + VARIANTS[:round_ % len(VARIANTS)]
+            for variant in order:
+                wall, used, recorded = play_once(variant, requests, capacity, directory, round_)
+                seconds[variant].append(wall)
+                cpu[variant].append(used)
+                calls = max(calls, recorded)
+    print(f"   {calls:,} policy calls per play (the guard's count)")
+    for name, figures in (("wall", seconds), ("CPU", cpu)):
+        bare = statistics.median(figures["bare"])
+        for variant in VARIANTS:
+            median = statistics.median(figures[variant])
+            runs = ", ".join(f"{s:.3f}" for s in figures[variant])
+            print(f"   {variant:<7} manager {name:<4} {median:7.3f} s  "
+                  f"{median / bare - 1:+7.1%} of bare   (runs: {runs})")
+        keep, record, check = (statistics.median(figures[v]) for v in ("keep", "record", "check"))
+        floor = keep - bare
+        print(f"   {name}: record adds {record / bare - 1:.1%} (target <= 10%), check "
+              f"{check / bare - 1:.1%} (target <= 30%); record's extra is "
+              f"{(record - bare) / floor if floor > 0 else 0:.2f}x the keep floor's (target <= 2)")
+    print(f"(load average {os.getloadavg()[0]:.1f} at the end)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

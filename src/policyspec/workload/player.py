@@ -1,0 +1,319 @@
+"""A serving trace played as the calls vLLM's scheduler makes of its
+offloading manager (spec/traffic.md, "From a trace to manager calls").
+
+Time is the trace's (milliseconds, kept as whole microseconds), advanced
+from event to event; nothing reads a clock, so the same trace and timing
+give the same calls. Each request, from its arrival (or later, when
+``Timing.max_running`` requests are already running):
+
+1. ``on_new_request``, the end-token position of each of its blocks on its
+   ``ReqContext``, then ``lookup`` of its blocks head to tail until the first
+   miss. A hit still being stored (HIT_PENDING) defers the request: the
+   lookups are made again ``retry_ms`` later, as vLLM's scheduler retries a
+   deferred request.
+2. The hit prefix is loaded: ``prepare_load`` at once, ``complete_load``
+   when its transfer ends (``transfer_ms_per_block`` each).
+3. The rest is prefilled after the load, ``chunk_blocks`` blocks per step
+   (chunked prefill, ``prefill_tokens_per_ms``); at the end of each step the
+   blocks computed so far and not yet accepted are offered to
+   ``prepare_store``. A refused store (None) is offered again with the next
+   step, and after the last one every ``retry_ms`` until the request ends;
+   an accepted one completes (``complete_store``) when its transfer ends.
+4. Decoding takes ``decode_ms_per_token`` per output token; then a last
+   store attempt of anything not yet accepted, and ``on_request_finished``.
+   Transfers still under way complete after the finish, as in vLLM.
+
+Requests overlap as their times do; the trace is read one request ahead,
+so the memory held is that of the running requests, whatever the trace's
+length. The GPU's own prefix cache is not modelled: every block a request
+names is looked up in the CPU tier. Stores always succeed and there is no
+``reset_cache`` (a real trace records neither).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from policyspec.vllm.manager import OffloadingManagerEmulation
+from policyspec.vllm.standins.keys import ReqContext
+from policyspec.vllm.traffic import ManagerInterface
+from policyspec.workload.reader import BLOCK_TOKENS, TraceRequest, block_key
+
+__all__ = [
+    "MANAGERS",
+    "PlayCounts",
+    "Player",
+    "Timing",
+    "manager_class",
+    "play",
+]
+
+MANAGERS: dict[str, Callable[..., Any]] = {
+    "R8": OffloadingManagerEmulation,
+    "R9": OffloadingManagerEmulation,
+    "R10": partial(OffloadingManagerEmulation, release="0.34"),
+}
+"""The emulated manager that drives a policy of each API revision with the
+request hooks: vLLM 0.33.0's for R9 (and R8, whose hooks it also calls),
+vLLM 0.34.0's (no touch) for R10. A release's manager is added here under
+its revision."""
+
+
+def manager_class(api: str) -> Callable[..., Any]:
+    """The emulated manager for a policy of revision ``api``; revisions
+    without the request hooks are played by vLLM 0.33.0's manager through
+    the base class's default hooks (``workload.ports``)."""
+    return MANAGERS.get(api, OffloadingManagerEmulation)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long the work of a request takes (defaults: a mid-size model on
+    one GPU). Only the order of the calls depends on them."""
+
+    prefill_tokens_per_ms: float = 10.0
+    decode_ms_per_token: float = 20.0
+    transfer_ms_per_block: float = 0.5
+    chunk_blocks: int = 4
+    """Blocks prefilled per scheduler step (one store offer each)."""
+    retry_ms: float = 50.0
+    """A deferred lookup, or a refused store after the last prefill step,
+    is tried again after this long."""
+    max_running: int = 256
+    """Requests running at once (vLLM's ``max_num_seqs``); later arrivals
+    wait for a slot."""
+
+
+@dataclass
+class PlayCounts:
+    """What a play did. Block counts are of keys; the rest are calls of
+    the manager unless named otherwise."""
+
+    requests: int = 0
+    blocks: int = 0
+    """Blocks the requests named (the denominator of the hit rate)."""
+    hit_blocks: int = 0
+    """Blocks loaded from the CPU tier (each request's hit prefix)."""
+    lookups: int = 0
+    deferred: int = 0
+    """Lookup rounds deferred by a block still being stored (HIT_PENDING)."""
+    loads: int = 0
+    stores: int = 0
+    """``prepare_store`` calls."""
+    stores_refused: int = 0
+    """... that returned None (no room: too few idle blocks, or the policy
+    refused to evict)."""
+    blocks_stored: int = 0
+    blocks_evicted: int = 0
+    finishes: int = 0
+    late_completions: int = 0
+    """Transfers completed after their request's finish."""
+    most_running: int = 0
+    waited: int = 0
+    """Requests that started after their arrival, for want of a slot."""
+    last_ms: float = 0.0
+    """The trace time of the last call."""
+
+    @property
+    def hit_rate(self) -> float:
+        return self.hit_blocks / self.blocks if self.blocks else 0.0
+
+
+_LOOKUP, _STORE, _LOAD_DONE, _STORE_DONE, _FINISH = range(5)
+
+
+@dataclass
+class _Running:
+    request: TraceRequest
+    context: Any
+    keys: list[bytes]
+    hits: int = 0
+    accepted: int = 0
+    """Keys ``keys[:accepted]`` are hits or were accepted by a store."""
+    finish_us: int = 0
+    finished: bool = False
+    loads: list[bytes] = field(default_factory=list)
+
+
+class Player:
+    """One play of a trace against one manager (module doc). ``running``
+    holds the requests started and not finished, by request id."""
+
+    def __init__(
+        self,
+        manager: ManagerInterface,
+        requests: Iterable[TraceRequest],
+        *,
+        timing: Timing = Timing(),
+        new_context: Callable[[str], Any] = ReqContext,
+        after_event: Callable[[], None] | None = None,
+    ) -> None:
+        self.manager = manager
+        self.timing = timing
+        self.new_context = new_context
+        self.after_event = after_event
+        """Called after every event's calls (a checker's checkpoint)."""
+        self.counts = PlayCounts()
+        self.running: dict[str, _Running] = {}
+        self._requests: Iterator[TraceRequest] = iter(requests)
+        self._events: list[tuple[int, int, int, _Running, list[bytes]]] = []
+        self._seq = 0
+        self.now_us = 0
+
+    # -- time ---------------------------------------------------------------
+
+    def _at(self, us: int, kind: int, running: _Running, keys: list[bytes] | None = None
+            ) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (us, self._seq, kind, running, keys or []))
+
+    @staticmethod
+    def _us(ms: float) -> int:
+        return math.ceil(ms * 1000.0)
+
+    # -- the play -----------------------------------------------------------
+
+    def run(self) -> PlayCounts:
+        """Play every request of the trace to its end."""
+        pending = next(self._requests, None)
+        events = self._events
+        slots = self.timing.max_running
+        while pending is not None or events:
+            arrival = self._us(pending.arrival_ms) if pending is not None else 0
+            if pending is not None and len(self.running) < slots and (
+                    not events or arrival <= events[0][0]):
+                if arrival < self.now_us:
+                    self.counts.waited += 1
+                self.now_us = max(self.now_us, arrival)
+                self._start(pending)
+                pending = next(self._requests, None)
+            else:
+                us, _, kind, running, keys = heapq.heappop(events)
+                self.now_us = us
+                self._event(kind, running, keys)
+            if self.after_event is not None:
+                self.after_event()
+        self.counts.last_ms = self.now_us / 1000.0
+        return self.counts
+
+    def _start(self, request: TraceRequest) -> None:
+        counts = self.counts
+        counts.requests += 1
+        req_id = f"trace-{counts.requests}-line-{request.line}"
+        context = self.new_context(req_id)
+        keys = [block_key(block) for block in request.blocks]
+        for index, key in enumerate(keys):
+            context.set_offload_key_position(key, BLOCK_TOKENS * (index + 1))
+        running = _Running(request, context, keys)
+        self.running[req_id] = running
+        counts.most_running = max(counts.most_running, len(self.running))
+        counts.blocks += len(keys)
+        self.manager.on_new_request(context)
+        self._lookup(running)
+
+    def _event(self, kind: int, running: _Running, keys: list[bytes]) -> None:
+        if kind == _LOOKUP:
+            self._lookup(running)
+        elif kind == _STORE:
+            if not running.finished:
+                self._store(running, len(keys))
+        elif kind == _LOAD_DONE:
+            self.counts.late_completions += running.finished
+            self.manager.complete_load(keys, running.context)
+        elif kind == _STORE_DONE:
+            self.counts.late_completions += running.finished
+            self.manager.complete_store(keys, running.context)
+        else:
+            self._finish(running)
+
+    def _lookup(self, running: _Running) -> None:
+        """The hit prefix (module doc, 1 and 2), then the prefill's plan."""
+        manager, context, counts = self.manager, running.context, self.counts
+        hits = 0
+        deferred = False
+        for key in running.keys:
+            counts.lookups += 1
+            result = _name(manager.lookup(key, context))
+            if result == "MISS":
+                break
+            deferred |= result != "HIT"
+            hits += 1
+        if deferred:
+            counts.deferred += 1
+            self._at(self.now_us + self._us(self.timing.retry_ms), _LOOKUP, running)
+            return
+        timing = self.timing
+        running.hits = running.accepted = hits
+        start = self.now_us
+        if hits:
+            loaded = running.keys[:hits]
+            manager.prepare_load(loaded, context)
+            counts.loads += 1
+            counts.hit_blocks += hits
+            start += self._us(hits * timing.transfer_ms_per_block)
+            self._at(start, _LOAD_DONE, running, loaded)
+        blocks = len(running.keys)
+        prefill = max(0, running.request.input_tokens - hits * BLOCK_TOKENS)
+        end = start + self._us(prefill / timing.prefill_tokens_per_ms)
+        for upto in range(hits + timing.chunk_blocks, blocks + timing.chunk_blocks,
+                          timing.chunk_blocks):
+            upto = min(upto, blocks)
+            done = min(end, start + self._us(
+                (upto - hits) * BLOCK_TOKENS / timing.prefill_tokens_per_ms))
+            self._at(done, _STORE, running, running.keys[:upto])
+        running.finish_us = end + self._us(
+            running.request.output_tokens * timing.decode_ms_per_token)
+        self._at(running.finish_us, _FINISH, running)
+
+    def _store(self, running: _Running, upto: int, *, final: bool = False) -> None:
+        """Offer the computed keys not yet accepted (module doc, 3); a
+        refused offer of the last step is offered again later, until the
+        ``final`` one at the finish."""
+        if upto <= running.accepted:
+            return
+        counts = self.counts
+        offer = running.keys[running.accepted:upto]
+        counts.stores += 1
+        output = self.manager.prepare_store(offer, running.context)
+        if output is None:
+            counts.stores_refused += 1
+            retry_at = self.now_us + self._us(self.timing.retry_ms)
+            if not final and upto == len(running.keys) and retry_at < running.finish_us:
+                self._at(retry_at, _STORE, running, running.keys)
+            return
+        running.accepted = upto
+        stored = list(output.keys_to_store)
+        counts.blocks_stored += len(stored)
+        counts.blocks_evicted += len(output.evicted_keys)
+        if stored:
+            done = self.now_us + self._us(len(stored) * self.timing.transfer_ms_per_block)
+            self._at(done, _STORE_DONE, running, stored)
+
+    def _finish(self, running: _Running) -> None:
+        """A last store attempt, then the finish (module doc, 4)."""
+        self._store(running, len(running.keys), final=True)
+        running.finished = True
+        self.counts.finishes += 1
+        self.manager.on_request_finished(running.context)
+        del self.running[running.context.req_id]
+
+
+def _name(result: Any) -> str:
+    return str(getattr(result, "name", result))
+
+
+def play(
+    manager: ManagerInterface,
+    requests: Iterable[TraceRequest],
+    *,
+    timing: Timing = Timing(),
+    new_context: Callable[[str], Any] = ReqContext,
+) -> PlayCounts:
+    """Play ``requests`` against ``manager`` (module doc): vLLM's real
+    ``CPUOffloadingManager`` (pass vLLM's ``ReqContext``) or an emulation."""
+    return Player(manager, requests, timing=timing, new_context=new_context).run()

@@ -1,0 +1,83 @@
+"""The policy object a trace's manager holds, for a policy of any API
+revision (spec/traffic.md, "Policies of other revisions").
+
+vLLM 0.33.0's manager calls a policy as R9 defines it. A policy of R9 is
+handed over as it is (the very object, as vLLM would hold it); one of R8
+through the seed adapter, which gives its ``insert`` the shape R9's manager
+calls; one of an earlier revision, which has no request hooks, as vLLM
+0.33.0 would run it had it been ported by deriving from 0.33's
+``CachePolicy`` and adding the request context to ``insert``: the base
+class's default hooks (a store miss touches the keys, a first access does
+nothing, a finish touches each key group) over its own ``touch``.
+
+Chunks are vLLM 0.33's ``ChunkStatus`` with ``block_id`` as an alias of
+``chunk_id``, so that a policy written for the older ``BlockStatus`` reads
+them too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
+
+from policyspec.adapters.seed import unwrap
+from policyspec.subject import SeedPolicy, Subject
+from policyspec.vllm.standins.policies import ChunkStatus
+
+__all__ = ["NATIVE", "Chunk", "DefaultHooks", "driven_policy"]
+
+NATIVE = frozenset({"R9", "R10"})
+"""Revisions whose policies the emulated manager calls directly."""
+
+
+class Chunk(ChunkStatus):
+    """vLLM 0.33's ``ChunkStatus``, also readable as a ``BlockStatus``."""
+
+    @property
+    def block_id(self) -> int:
+        return int(self.chunk_id)
+
+
+class DefaultHooks:
+    """A seed-API policy with vLLM 0.33's base-class hooks (module doc)."""
+
+    def __init__(self, policy: SeedPolicy) -> None:
+        self.policy = policy
+        self.get = policy.get
+        self.remove = policy.remove
+        self.evict = policy.evict
+        self.clear = policy.clear
+        self.mark_evictable = policy.mark_evictable
+        self.mark_non_evictable = policy.mark_non_evictable
+        self._insert = policy.insert
+        self._touch = policy.touch
+
+    def insert(self, key: Any, chunk: Any, req_context: Any) -> None:
+        self._insert(key, chunk)
+
+    def touch(self, keys: Collection[Any], req_context: Any) -> None:
+        self._touch(keys)
+
+    def on_store_miss(self, keys: Collection[Any], req_context: Any) -> None:
+        self._touch(keys)
+
+    def on_request_access(self, keys: Iterable[Any], req_context: Any) -> None:
+        return None
+
+    def on_request_finished(
+        self, key_groups: Sequence[Sequence[Any]], insertion_only_keys: Collection[Any],
+        reused_keys: Collection[Any], req_context: Any,
+    ) -> None:
+        for group in key_groups:
+            self._touch(group)
+
+
+def driven_policy(subject: Subject, capacity: int) -> Any:
+    """A fresh policy of ``subject``, ready for the emulated 0.33 manager
+    (module doc)."""
+    built = subject.build(capacity)
+    if subject.api in NATIVE:
+        return unwrap(built)
+    if subject.has("hooks"):
+        return built
+    return DefaultHooks(built)

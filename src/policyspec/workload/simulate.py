@@ -1,0 +1,410 @@
+"""``policyspec simulate``'s measurements: traces played through policies
+at several cache sizes, one cell of the grid at a time (spec/traffic.md,
+"Simulate").
+
+A cell is one trace, one policy, one capacity: a fresh emulated manager of
+the policy's revision (``player.manager_class``) around the policy behind
+``measure.TimedPolicy``, the trace played to its end (``player.Player``).
+What it counts is deterministic (same trace and options, same numbers): the
+block hit rate and the blocks loaded, stored and evicted, the policy's
+refused evictions, the stores the manager refused, the policy's memory at
+the end (``measure.owned_bytes``). Its call times are measured, and differ
+from run to run; they are kept apart (``Cell.times``).
+
+The grid is traces x capacities x policies, in that order; ``--shard K/N``
+runs the cells whose index is K-1 modulo N, and ``merge`` puts the shards'
+cells back together, refusing shards of different campaigns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from policyspec.adapters import load_subject
+from policyspec.adapters.seed import unwrap
+from policyspec.subject import Subject
+from policyspec.vllm import standins
+from policyspec.workload.measure import TimedPolicy, owned_bytes
+from policyspec.workload.player import Player, Timing, manager_class
+from policyspec.workload.ports import Chunk, driven_policy
+from policyspec.workload.reader import read_trace
+
+__all__ = [
+    "REFERENCES",
+    "SCHEMA",
+    "Campaign",
+    "Cell",
+    "CellKey",
+    "PolicyEntry",
+    "TraceEntry",
+    "campaign_key",
+    "describe_trace",
+    "grid",
+    "merge",
+    "policies_for",
+    "read_campaign",
+    "run_cells",
+]
+
+SCHEMA = "policyspec-simulate/1"
+
+REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
+    "R9": (("reference LRU", "policyspec.reference:LRU033CachePolicy"),
+           ("reference ARC", "policyspec.reference:ARCCachePolicy")),
+    "R10": (("reference LRU", "policyspec.reference:LRU034CachePolicy"),
+            ("reference ARC", "policyspec.reference:ARC034CachePolicy")),
+}
+"""The in-tree policies a target is compared with, by its revision: those
+of vLLM 0.33.0 (R9) for R9 and for every revision 0.33's manager plays, those
+of vLLM 0.34.0 for R10 (a release's are added under its revision)."""
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    label: str
+    target: str
+    api: str
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    path: str
+    requests: int
+    """Requests played (all, or the first ``--requests``)."""
+    blocks: int
+    sha256: str
+    """Of the whole file: what tells two campaigns' traces apart."""
+
+
+@dataclass(frozen=True)
+class CellKey:
+    index: int
+    trace: int
+    capacity: int
+    policy: int
+
+
+@dataclass
+class Cell:
+    """One cell's outcome (module doc). ``times`` holds what differs from
+    run to run; everything else is deterministic."""
+
+    index: int
+    trace: str
+    policy: str
+    capacity: int
+    requests: int = 0
+    blocks: int = 0
+    hit_blocks: int = 0
+    hit_rate: float = 0.0
+    blocks_stored: int = 0
+    blocks_evicted: int = 0
+    evict_calls: int = 0
+    failed_evictions: int = 0
+    stores_refused: int = 0
+    deferred_lookups: int = 0
+    policy_calls: int = 0
+    memory_bytes: int = 0
+    error: str | None = None
+    times: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Campaign:
+    """Everything ``policyspec simulate`` reports (``SCHEMA``)."""
+
+    traces: list[TraceEntry]
+    capacities: list[int]
+    policies: list[PolicyEntry]
+    timing: Timing
+    store_threshold: int
+    request_limit: int | None
+    shard: tuple[int, int]
+    cells: list[Cell]
+
+    def to_json(self) -> dict[str, Any]:
+        from policyspec import __version__
+
+        return {
+            "schema": SCHEMA,
+            "policyspec_version": __version__,
+            "traces": [asdict(t) for t in self.traces],
+            "capacities": self.capacities,
+            "policies": [asdict(p) for p in self.policies],
+            "timing": asdict(self.timing),
+            "store_threshold": self.store_threshold,
+            "request_limit": self.request_limit,
+            "shard": list(self.shard),
+            "cells_total": len(self.traces) * len(self.capacities) * len(self.policies),
+            "cells": [asdict(c) for c in self.cells],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Campaign:
+        return cls(
+            traces=[TraceEntry(**t) for t in data["traces"]],
+            capacities=[int(c) for c in data["capacities"]],
+            policies=[PolicyEntry(**p) for p in data["policies"]],
+            timing=Timing(**data["timing"]),
+            store_threshold=int(data["store_threshold"]),
+            request_limit=data["request_limit"],
+            shard=(int(data["shard"][0]), int(data["shard"][1])),
+            cells=[Cell(**c) for c in data["cells"]],
+        )
+
+
+def campaign_key(data: dict[str, Any]) -> tuple[Any, ...]:
+    """What the shards of one campaign share (their JSON)."""
+    return (
+        tuple(t["sha256"] for t in data["traces"]),
+        tuple(data["capacities"]),
+        tuple((p["label"], p["target"]) for p in data["policies"]),
+        tuple(sorted(data["timing"].items())),
+        data["store_threshold"],
+        data["request_limit"],
+        data["shard"][1],
+    )
+
+
+def describe_trace(path: str, limit: int | None) -> TraceEntry:
+    """A trace checked whole (``TraceFormatError`` at its first bad line,
+    even past ``limit``) and counted up to ``limit`` requests."""
+    requests = blocks = 0
+    for request in read_trace(path):
+        if limit is None or requests < limit:
+            requests += 1
+            blocks += len(request.blocks)
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(chunk)
+    return TraceEntry(path, requests, blocks, digest.hexdigest())
+
+
+def policies_for(target: str | None) -> list[tuple[PolicyEntry, Subject]]:
+    """The target (``TargetError`` when it does not load), then the in-tree
+    policies of the revision whose manager plays it; a target that is one
+    of them is listed once, under the reference's label."""
+    subject = load_subject(target) if target is not None else None
+    references = REFERENCES.get(subject.api if subject is not None else "R9", REFERENCES["R9"])
+    chosen: list[tuple[PolicyEntry, Subject]] = []
+    own: type | None = None
+    if target is not None and subject is not None:
+        own = _class_of(subject)
+        chosen.append((PolicyEntry(target.rsplit("/", 1)[-1], target, subject.api), subject))
+    for label, reference in references:
+        found = load_subject(reference)
+        if own is not None and subject is not None and _class_of(found) is own:
+            chosen[0] = (PolicyEntry(label, chosen[0][0].target, subject.api), subject)
+            continue
+        chosen.append((PolicyEntry(label, reference, found.api), found))
+    return chosen
+
+
+def _class_of(subject: Subject) -> type:
+    return type(unwrap(subject.build(4)))
+
+
+def grid(
+    traces: Sequence[TraceEntry], capacities: Sequence[int], policies: Sequence[PolicyEntry],
+    shard: tuple[int, int] = (1, 1),
+) -> list[CellKey]:
+    """The cells of this shard, in grid order (module doc)."""
+    index, total = shard
+    keys = []
+    n = 0
+    for t in range(len(traces)):
+        for capacity in capacities:
+            for p in range(len(policies)):
+                if n % total == index - 1:
+                    keys.append(CellKey(n, t, capacity, p))
+                n += 1
+    return keys
+
+
+def _run_cell(
+    key: CellKey, trace: TraceEntry, policy: PolicyEntry, subject: Subject, timing: Timing,
+    store_threshold: int, limit: int | None,
+) -> Cell:
+    cell = Cell(key.index, trace.path, policy.label, key.capacity)
+    started = time.process_time()
+    timed = TimedPolicy(driven_policy(subject, key.capacity))
+    manager = manager_class(subject.api)(timed, key.capacity, store_threshold=store_threshold,
+                                         chunk_type=Chunk)
+    requests = read_trace(trace.path)
+    player = Player(manager, islice(requests, limit) if limit is not None else requests,
+                    timing=timing, new_context=_context_type())
+    try:
+        counts = player.run()
+    except Exception as exc:  # the policy's fault, or the manager's check of it
+        counts = player.counts
+        cell.error = (f"after {counts.requests:,} requests: {type(exc).__name__}: {exc}"
+                      .splitlines()[0])
+    cell.requests, cell.blocks = counts.requests, counts.blocks
+    cell.hit_blocks, cell.hit_rate = counts.hit_blocks, round(counts.hit_rate, 6)
+    cell.blocks_stored, cell.blocks_evicted = counts.blocks_stored, counts.blocks_evicted
+    cell.stores_refused, cell.deferred_lookups = counts.stores_refused, counts.deferred
+    cell.failed_evictions = timed.failed_evictions
+    evicts = timed.histograms.get("evict")
+    cell.evict_calls = evicts.count if evicts is not None else 0
+    total = timed.total()
+    cell.policy_calls = total.count
+    cell.memory_bytes = owned_bytes(timed.policy, _vllm_types())
+    cell.times = {
+        "cell_cpu_seconds": round(time.process_time() - started, 3),
+        "policy_seconds": round(total.total / 1e9, 3),
+        "call_ns": {"median": total.quantile(0.5), "p99": total.quantile(0.99)},
+        "call_ns_by_method": {
+            name: {"calls": h.count, "median": h.quantile(0.5), "p99": h.quantile(0.99)}
+            for name, h in sorted(timed.histograms.items()) if h.count
+        },
+    }
+    return cell
+
+
+def _context_type() -> Callable[[str], Any]:
+    from policyspec.adapters.blocks import req_context_class
+
+    return req_context_class()
+
+
+def _vllm_types() -> tuple[type, ...]:
+    """vLLM's own chunk and context types, when vLLM is installed."""
+    if not standins.vllm_importable():
+        return ()
+    try:
+        from vllm.v1.kv_offload.base import ReqContext  # type: ignore[import-not-found]
+        from vllm.v1.kv_offload.cpu.policies.base import (  # type: ignore[import-not-found]
+            ChunkStatus,
+        )
+    except ImportError:
+        return ()
+    return (ChunkStatus, ReqContext)
+
+
+_WORK: dict[str, Any] = {}
+"""What a worker plays: the campaign and the subjects of its policies."""
+
+
+def _load(campaign: Campaign, subjects: dict[str, Subject] | None) -> None:
+    """A worker's set-up: the subjects given, or loaded from the targets."""
+    if subjects is None:
+        subjects = {p.label: load_subject(p.target) for p in campaign.policies}
+    _WORK.update(campaign=campaign, subjects=subjects)
+
+
+def _spawned(data: dict[str, Any]) -> None:
+    _load(Campaign.from_json(data), None)
+
+
+def _work(key: CellKey) -> Cell:
+    campaign: Campaign = _WORK["campaign"]
+    policy = campaign.policies[key.policy]
+    with standins.installed():
+        return _run_cell(key, campaign.traces[key.trace], policy,
+                         _WORK["subjects"][policy.label], campaign.timing,
+                         campaign.store_threshold, campaign.request_limit)
+
+
+HASH_SEED = "0"
+"""The ``PYTHONHASHSEED`` cells run under when this process's is random."""
+
+
+def run_cells(
+    campaign: Campaign, subjects: dict[str, Subject], *, jobs: int = 1,
+    progress: Callable[[Cell], None] | None = None,
+) -> Campaign:
+    """Run this shard's cells into ``campaign.cells``, in grid order.
+
+    A policy may hash its keys (``hash(bytes)`` differs from process to
+    process unless ``PYTHONHASHSEED`` is set), so for the same numbers on
+    every run the cells are played where the hash seed is fixed: in this
+    process (``jobs`` 1) or forked workers when it is, else in ``jobs``
+    fresh processes started with ``PYTHONHASHSEED=0``."""
+    keys = grid(campaign.traces, campaign.capacities, campaign.policies, campaign.shard)
+    for cell in _cells(campaign, subjects, keys, jobs):
+        campaign.cells.append(cell)
+        if progress is not None:
+            progress(cell)
+    return campaign
+
+
+def _cells(
+    campaign: Campaign, subjects: dict[str, Subject], keys: list[CellKey], jobs: int
+) -> Iterator[Cell]:
+    fixed = sys.flags.hash_randomization == 0
+    if fixed and (jobs <= 1 or len(keys) <= 1
+                  or "fork" not in multiprocessing.get_all_start_methods()):
+        _load(campaign, subjects)
+        try:
+            yield from map(_work, keys)
+        finally:
+            _WORK.clear()
+        return
+    if fixed:
+        _load(campaign, subjects)
+        try:
+            with multiprocessing.get_context("fork").Pool(min(jobs, len(keys))) as pool:
+                yield from pool.imap(_work, keys)
+        finally:
+            _WORK.clear()
+        return
+    before = os.environ.get("PYTHONHASHSEED")
+    os.environ["PYTHONHASHSEED"] = HASH_SEED
+    try:
+        context = multiprocessing.get_context("spawn")
+        pool = context.Pool(max(1, min(jobs, len(keys))), initializer=_spawned,
+                            initargs=(campaign.to_json(),))
+    finally:
+        if before is None:
+            del os.environ["PYTHONHASHSEED"]
+        else:
+            os.environ["PYTHONHASHSEED"] = before
+    with pool:
+        yield from pool.imap(_work, keys)
+
+
+def read_campaign(path: str | Path) -> dict[str, Any]:
+    """A simulate JSON report (``SCHEMA``), as data."""
+    import json
+
+    data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
+    return data
+
+
+def merge(shards: Sequence[tuple[str, dict[str, Any]]]) -> Campaign:
+    """One campaign from its shards (path, JSON), each of them once;
+    ``ValueError`` names the first that does not fit."""
+    if not shards:
+        raise ValueError("no shard to merge")
+    first_path, first = shards[0]
+    seen: dict[int, str] = {}
+    for path, data in shards:
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"{path}: not a policyspec simulate report (schema "
+                             f"{data.get('schema')!r}, expected {SCHEMA})")
+        if campaign_key(data) != campaign_key(first):
+            raise ValueError(f"{path}: a shard of another campaign than {first_path} (its "
+                             "traces, sizes, policies, timing or number of shards differ)")
+        index = int(data["shard"][0])
+        if index in seen:
+            raise ValueError(f"{path}: shard {index} again (also {seen[index]})")
+        seen[index] = path
+    total = int(first["shard"][1])
+    missing = sorted(set(range(1, total + 1)) - set(seen))
+    if missing:
+        raise ValueError(f"shard {missing[0]} of {total} is missing")
+    merged = Campaign.from_json(first)
+    merged.shard = (1, 1)
+    merged.cells = sorted((Cell(**c) for _, data in shards for c in data["cells"]),
+                          key=lambda c: c.index)
+    return merged
