@@ -1,9 +1,17 @@
-"""How a trace is printed (policyspec/steps.py): a size fault's hundreds of
-stores read as one line that keeps the step numbers, and the failing step
+"""How a trace is printed (witness/steps.py) and written as a snippet
+(witness/render.py): a size fault's hundreds of stores read as one line
+that keeps the step numbers, and as loops in the snippet; the failing step
 stands alone."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from policyspec.model.actions import Action
+from policyspec.model.state import IDLE, IN_FLIGHT
+from policyspec.witness.render import repro, trace_literal
 from policyspec.witness.steps import MIN_RUN, numbered
 
 
@@ -37,3 +45,33 @@ def test_short_runs_gaps_and_the_failing_step_are_printed_one_by_one() -> None:
     ending = [f"remove key {k}" for k in range(MIN_RUN + 1)]
     assert numbered(ending) == [f"1-{MIN_RUN}. for k = 0 to {MIN_RUN - 1}: remove key k",
                                 f"{MIN_RUN + 1}. remove key {MIN_RUN}"]
+
+
+def _ring_trace(slots: int) -> list[Action]:
+    """The size ring's witness (tests/faulty/size_ring_of_4096_drops_oldest.py
+    at ``slots``): ``slots`` idle stores with one left out, one stored in
+    flight, the left-out one stored, then a touch of the first."""
+    trace: list[Action] = [("insert", k, IDLE) for k in range(slots) if k != 7]
+    trace += [("insert", slots, IN_FLIGHT), ("finish_store", slots), ("insert", 7, IDLE),
+              ("touch", (0,))]
+    return trace
+
+
+def test_a_snippet_says_a_long_setup_as_loops_and_still_reproduces(tmp_path: Path) -> None:
+    """The snippet of a size fault is as long as its story: the stores are
+    ``for`` loops (and the assertion's TRACE comprehensions), yet it runs
+    the same calls, so it fails on the faulty policy and passes on the
+    reference it breaks."""
+    source = Path(__file__).parent / "faulty" / "size_ring_of_4096_drops_oldest.py"
+    faulty = tmp_path / "ring.py"
+    faulty.write_text(source.read_text().replace("SLOTS = 4096", "SLOTS = 40"))
+    trace = _ring_trace(40)
+    assert eval(trace_literal(trace)) == trace
+    snippet = repro(f"{faulty}:Policy", 64, trace, "", judged=("core", "TOUCH-TOTAL"))
+    assert len(snippet.splitlines()) < 40
+    assert snippet.count("for k in range(") == 4  # two loops, two comprehensions
+    with pytest.raises(ValueError, match="not in deque"):
+        exec(compile(snippet, "snippet", "exec"), {})
+    fixed = repro("policyspec.reference:LRUCachePolicy", 64, trace, "",
+                  judged=("core", "TOUCH-TOTAL"))
+    exec(compile(fixed, "snippet", "exec"), {})

@@ -2,6 +2,10 @@
 
 A failure is only useful if a policy author can read it as a story and paste
 it into a test: ``describe`` gives the story line, ``repro`` the program.
+A fault that shows only at a size needs hundreds of stores before the call
+that fails; the program says those as loops (``for k in range(...)``), as
+the printed trace says them as one step (``witness.steps``), so that a
+snippet is as long as the story, not as the trace.
 """
 
 from __future__ import annotations
@@ -149,7 +153,7 @@ def repro(
             "# this fails with the requirement's message until the policy is fixed.",
             "from policyspec.assertions import assert_requirement_holds",
             "",
-            f"TRACE = {list(trace)!r}",
+            f"TRACE = {trace_literal(trace)}",
             f"assert_requirement_holds(subject, {profile!r}, {capacity}, TRACE, "
             f"{requirement!r})",
         ]
@@ -160,15 +164,126 @@ def repro(
     return "\n".join(lines) + "\n"
 
 
+MIN_LOOP = 4
+"""Fewer repeats than this are written out call by call."""
+_ONE_KEY = frozenset({"insert", "finish_store", "remove", "start_read", "end_read", "get"})
+"""Actions whose only key is their second item."""
+
+
+def trace_literal(trace: Sequence[Action]) -> str:
+    """``list(trace)`` as a Python expression, runs of one or two actions on
+    one key counting up (``MIN_LOOP`` or more) written as comprehensions."""
+    parts: list[str] = []
+    for start, period, repeats in _runs([_key_of(a) for a in trace], trace, len(trace)):
+        if repeats == 1:
+            parts += [repr(a) for a in trace[start:start + period]]
+            continue
+        first = _key_of(trace[start])
+        assert first is not None
+        block = [_with_k(a) for a in trace[start:start + period]]
+        loop = f"for k in range({first}, {first + repeats})"
+        parts.append(f"*[{block[0]} {loop}]" if period == 1
+                     else f"*[a {loop} for a in ({', '.join(block)})]")
+    return "[" + ", ".join(parts) + "]"
+
+
+def _with_k(action: Action) -> str:
+    return "(" + ", ".join([repr(action[0]), "k", *map(repr, action[2:])]) + ")"
+
+
+def _key_of(action: Action) -> int | None:
+    return int(action[1]) if action[0] in _ONE_KEY else None
+
+
+def _runs(
+    keys: Sequence[int | None], items: Sequence[object], last: int,
+) -> list[tuple[int, int, int]]:
+    """``items`` cut into (start, period, repeats): runs of ``period`` (1 or
+    2) items on one key, alike but for that key, which counts up by one
+    over ``repeats`` (at least ``MIN_LOOP``) blocks that end before ``last``
+    (the failing step stands alone); everything else as (i, 1, 1)."""
+    def template(i: int) -> object:
+        return items[i] if keys[i] is None else ("k", _shifted(items[i], keys[i]))
+
+    def block(at: int, period: int) -> tuple[int, list[object]] | None:
+        if at + period > len(items) or keys[at] is None:
+            return None
+        if any(keys[at + j] != keys[at] for j in range(period)):
+            return None
+        return keys[at] or 0, [template(at + j) for j in range(period)]
+
+    out: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(items):
+        best = (1, 1)
+        for period in (1, 2):
+            first = block(i, period)
+            if first is None:
+                continue
+            repeats = 1
+            while i + period * (repeats + 1) <= last:
+                nxt = block(i + period * repeats, period)
+                if nxt is None or nxt != (first[0] + repeats, first[1]):
+                    break
+                repeats += 1
+            if repeats >= MIN_LOOP and period * repeats > best[0] * best[1]:
+                best = (period, repeats)
+        out.append((i, *best))
+        i += best[0] * best[1]
+    return out
+
+
+def _shifted(item: object, key: int | None) -> object:
+    """An action, or a call's lines, with its key taken out (to compare two
+    of them on different keys)."""
+    if isinstance(item, tuple) and item and isinstance(item[0], str):
+        return (item[0], *item[2:])
+    assert isinstance(item, _Piece)
+    return item.template
+
+
+class _Piece:
+    """The snippet's lines of one action, and the same lines with its key
+    written ``k`` and block ids as ``k`` plus an offset (the template two
+    actions of a loop share)."""
+
+    def __init__(self, lines: list[str], key: int | None, first_id: int) -> None:
+        self.lines = lines
+        self.template = lines
+        if key is not None:
+            offset = first_id - key
+            shift = "k" if offset == 0 else f"k + {offset}" if offset > 0 else f"k - {-offset}"
+            self.template = [
+                line.replace(f"[{key}]", "[k]").replace(f"key({key})", "key(k)")
+                .replace(f", {first_id})", f", {shift})") for line in lines]
+
+
+def _looped(pieces: Sequence[_Piece], keys: Sequence[int | None]) -> list[str]:
+    """The pieces' lines, runs of them (``_runs``) as ``for`` loops."""
+    lines: list[str] = []
+    for start, period, repeats in _runs(keys, pieces, len(pieces) - 1):
+        if repeats == 1:
+            for piece in pieces[start:start + period]:
+                lines += piece.lines
+            continue
+        first = keys[start]
+        lines.append(f"for k in range({first}, {(first or 0) + repeats}):")
+        for piece in pieces[start:start + period]:
+            lines += [f"    {line}" for line in piece.template]
+    return lines
+
+
 def _calls(capacity: int, trace: Sequence[Action], marks: bool) -> list[str]:
     """The snippet's lines from building the policy to the last call."""
-    lines = [f"policy = subject.build({capacity})"]
+    pieces: list[_Piece] = []
     # Only ref counts matter to expand(); keys the policy evicted are never
     # named again by a legal trace, so stale entries are harmless.
     refs: dict[int, int] = {}
     next_id = 0
     last = len(trace) - 1
     for index, action in enumerate(trace):
+        lines: list[str] = []
+        first_id = next_id
         for call in expand(State(refs=refs), action):
             op = call[0]
             if op == "insert":
@@ -211,7 +326,9 @@ def _calls(capacity: int, trace: Sequence[Action], marks: bool) -> list[str]:
                 lines.append(f"policy.{op}(key({call[1]}))")
                 if op == "remove":
                     refs.pop(call[1], None)
-    return lines
+        pieces.append(_Piece(lines, _key_of(action), first_id))
+    keys = [_key_of(a) for a in trace]
+    return [f"policy = subject.build({capacity})", *_looped(pieces, keys)]
 
 
 def _tuple(items: Iterable[str]) -> str:
