@@ -36,13 +36,17 @@ def test_pairs_on_one_key_are_told_together() -> None:
     ]
 
 
-def test_short_runs_gaps_and_the_failing_step_are_printed_one_by_one() -> None:
+def test_short_runs_and_gaps_list_their_keys_and_the_failing_step_stands_alone() -> None:
     short = [f"insert key {k} (idle, ref_cnt 0)" for k in range(MIN_RUN - 1)] + ["get key 0"]
-    assert numbered(short) == [f"{i + 1}. {step}" for i, step in enumerate(short)]
+    assert numbered(short) == ["1-3. for k = 0, 1, 2: insert key k (idle, ref_cnt 0)",
+                               "4. get key 0"]
     gap = [f"remove key {k}" for k in (0, 1, 2, 4, 5)]  # 3 is missing: no run of MIN_RUN
-    assert numbered(gap) == [f"{i + 1}. {step}" for i, step in enumerate(gap)]
+    assert numbered(gap) == ["1-4. for k = 0, 1, 2, 4: remove key k", "5. remove key 5"]
+    # A key twice ends a group: "for k = 1, 1" would hide that it repeats.
+    twice = ["get key 1", "get key 1", "touch [1]"]
+    assert numbered(twice) == [f"{i + 1}. {step}" for i, step in enumerate(twice)]
     # The run stops before the last step even when that step continues it.
-    ending = [f"remove key {k}" for k in range(MIN_RUN + 1)]
+    ending = [f"remove key {k}" for k in range(MIN_RUN + 1)]  # (counting up: "to")
     assert numbered(ending) == [f"1-{MIN_RUN}. for k = 0 to {MIN_RUN - 1}: remove key k",
                                 f"{MIN_RUN + 1}. remove key {MIN_RUN}"]
 

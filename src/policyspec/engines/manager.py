@@ -36,6 +36,7 @@ from policyspec.engines.stateful import (
 )
 from policyspec.environment import active
 from policyspec.harness import Lockstep, failure_type
+from policyspec.harness.lockstep import block_id_of
 from policyspec.model.actions import is_legal
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
@@ -279,8 +280,9 @@ class ManagerMachine(CheckedMachine):
             elif got is not None:
                 self._fail(
                     "MANAGER-NO-LOST-DATA",
-                    f"get({k}) returns {got!r}, not the block the manager stored for key {k} "
-                    f"({block!r}): a lookup would load another block's data",
+                    f"get({k}) returns another object, with block id {block_id_of(got)}, not "
+                    f"the block the manager stored for key {k} (block id {block_id_of(block)}): "
+                    "a lookup would load another block's data",
                 )
             elif ref != IDLE:
                 state = "in flight" if ref == IN_FLIGHT else "being read"

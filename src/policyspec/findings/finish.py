@@ -1,5 +1,6 @@
 """The single entry point from the engines' findings to the failures a
-report shows (``finish``): per requirement the shortest finding's trace,
+report shows (``finish``): per requirement the shortest finding's trace (and
+the shortest that vLLM's manager could make, which is preferred),
 minimised with one count of replays shared out (``witness.minimise``; with
 the manager's bookkeeping for its own requirements, ``manager_replay``;
 at smaller capacities for a witness that stays long, ``smaller``), the
@@ -50,17 +51,25 @@ def finish(
     ``cap``: the wall-time cap; ``minimise`` False (an interrupted run):
     the findings as the engines left them."""
     registry = load_registry()
-    found: dict[str, Finding] = {}
+    found: dict[str, list[Finding]] = {}
     for run in runs:
         for finding in run.findings:
-            old = found.get(finding.requirement)
-            if old is None or len(finding.trace) < len(old.trace):
-                found[finding.requirement] = finding
+            found.setdefault(finding.requirement, []).append(finding)
+    chosen: list[Finding] = []
+    for findings in found.values():
+        # The shortest finding of each id; and when it is not a trace vLLM's
+        # manager could make but an engine found one that is, the shortest
+        # such too: an author believes a fault the manager can cause.
+        shortest = min(findings, key=lambda f: len(f.trace))
+        chosen.append(shortest)
+        managed = [f for f in findings if f.trace and by_manager(f.trace)]
+        if managed and not by_manager(shortest.trace):
+            chosen.append(min(managed, key=lambda f: len(f.trace)))
     best: dict[str, Finding] = {}
     # The shortest trace of each id is minimised, MUSTs first, with one
     # budget of replays shared out as it goes: a finding gets its part of
     # what is left, so early ones that end quickly leave more to later ones.
-    order = sorted(found.values(), key=lambda f: (
+    order = sorted(chosen, key=lambda f: (
         registry[f.requirement].level != "MUST" if f.requirement in registry else False,
         f.requirement))
     left = tries
@@ -70,7 +79,7 @@ def finish(
                                       left // (len(order) - index), cap)
             left -= used
         old = best.get(finding.requirement)
-        if old is None or len(finding.trace) < len(old.trace):
+        if old is None or _preferred(finding) < _preferred(old):
             best[finding.requirement] = finding
     failures = []
     marks = subject.has("mark")
@@ -101,6 +110,12 @@ def finish(
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))
     return failures
+
+
+def _preferred(finding: Finding) -> tuple[bool, int]:
+    """Sorts first the witness to show: one vLLM's manager could make, then
+    the shortest."""
+    return not by_manager(finding.trace), len(finding.trace)
 
 
 def _minimise(

@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from policyspec.environment import active
+from policyspec.harness.display import keys_text, set_text
 from policyspec.harness.failures import (
     Aborted,
     CallerContractError,
@@ -37,7 +38,7 @@ from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
-__all__ = ["STEP_BACK", "Lockstep", "unobservable", "unseen_in_process"]
+__all__ = ["STEP_BACK", "Lockstep", "block_id_of", "unobservable", "unseen_in_process"]
 
 
 def unseen_in_process(subject: Subject) -> dict[str, str]:
@@ -583,15 +584,15 @@ class Lockstep:
         it: its block id and ref_cnt when it has them (a copy shows the
         same id), and the step of the trace that inserted the real one."""
         real = self.blocks[k]
-        ident = _block_id(got)
+        ident = block_id_of(got)
         shown = (f"another object with block id {ident} and ref_cnt "
                  f"{getattr(got, 'ref_cnt', '?')}" if ident is not None
                  else f"another object, {type(got).__name__}")
-        if ident is not None and ident == _block_id(real):
+        if ident is not None and ident == block_id_of(real):
             shown += " (a copy)"
         step = self.inserted_at.get(k)
         where = f" at step {step}" if step else ""
-        return f"{shown}, not the block inserted{where} (block id {_block_id(real)})"
+        return f"{shown}, not the block inserted{where} (block id {block_id_of(real)})"
 
     def _check_get(self, k: int, got: object, op: str, requirement: str | None = None) -> None:
         present = k in self.state.refs
@@ -654,10 +655,7 @@ class _Stop(Exception):
 
 
 def _show_keys(keys: Iterable[int]) -> str:
-    if isinstance(keys, frozenset | set):
-        # As Python prints it: an empty set is set(), never {} (a dict).
-        return "{" + ", ".join(str(k) for k in sorted(keys)) + "}" if keys else "set()"
-    return "[" + ", ".join(str(k) for k in keys) + "]"
+    return set_text(keys) if isinstance(keys, frozenset | set) else keys_text(keys)
 
 
 def _copy(given: Any) -> Any:
@@ -703,7 +701,7 @@ def _evict_message(
     return f"{call} returned {shown}; the {profile} profile requires {want}"
 
 
-def _block_id(block: object) -> object:
+def block_id_of(block: object) -> object:
     """The id a block carries: ``block_id``, or ``chunk_id`` from R7 on."""
     for name in ("block_id", "chunk_id"):
         if hasattr(block, name):

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from policyspec.harness.display import keys_text
 from policyspec.harness.shapes import keys_shape, set_shape
 from policyspec.model.actions import REQUEST_ACTIONS, Action, expand
 from policyspec.model.state import State
 
-__all__ = ["clock_step", "describe", "repro"]
+__all__ = ["clock_step", "describe", "repro", "trace_literal"]
 
 
 def describe(action: Action, marks: bool = True) -> str:
@@ -38,9 +39,9 @@ def describe(action: Action, marks: bool = True) -> str:
     if op == "end_read":
         return f"load of key {action[1]} ends (ref_cnt -= 1)"
     if op == "touch":
-        return f"touch {list(action[1])}{_as(keys_shape('touch', action[1]))}"
+        return f"touch {keys_text(action[1])}{_as(keys_shape('touch', action[1]))}"
     if op == "evict":
-        return (f"evict({action[1]}, protected={sorted(action[2])}"
+        return (f"evict({action[1]}, protected={keys_text(sorted(action[2]))}"
                 f"{_as(set_shape('evict', action[2]))})")
     if op == "get":
         return f"get key {action[1]}"
@@ -48,7 +49,8 @@ def describe(action: Action, marks: bool = True) -> str:
         placed = ", ".join(f"{k}@{pos}" for k, pos in action[2])
         return f"request {action[1]} places keys at positions {placed}"
     if op in ("on_store_miss", "on_request_access"):
-        return f"request {action[1]}: {op}({list(action[2])}{_as(keys_shape(op, action[2]))})"
+        return (f"request {action[1]}: {op}({keys_text(action[2])}"
+                f"{_as(keys_shape(op, action[2]))})")
     if op == "on_request_finished":
         groups = [list(g) for g in action[2]]
         return (f"request {action[1]} finishes: on_request_finished({groups}, "

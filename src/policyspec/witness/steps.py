@@ -6,8 +6,10 @@ the minimal trace cannot be shorter. Printed one per line they bury the
 steps that matter. A run of steps that differ only in a key number counting
 up by one (alone, or as a pair such as an insert and its store completing)
 is printed as one line that keeps the steps' numbers: "3-514. for k = 0 to
-255: insert key k ...; store of key k completes ...". The failing step is
-always printed on its own.
+255: insert key k ...; store of key k completes ...". Consecutive steps
+alike but for their key in another order (a request's stores completing)
+are one line too: "9-11. for k = 3, 4, 2: store of key k completes ...".
+The failing step is always printed on its own.
 """
 
 from __future__ import annotations
@@ -38,8 +40,16 @@ def numbered(trace: Sequence[str]) -> list[str]:
     while i < len(trace):
         run = _run(shapes, i, last)
         if run is None:
-            lines.append(f"{i + 1}. {trace[i]}")
-            i += 1
+            alike = _alike(shapes, i, last)
+            if len(alike) < 2:
+                lines.append(f"{i + 1}. {trace[i]}")
+                i += 1
+                continue
+            template = shapes[i]
+            assert template is not None
+            keys = ", ".join(map(str, alike))
+            lines.append(f"{i + 1}-{i + len(alike)}. for k = {keys}: {template[0]}")
+            i += len(alike)
             continue
         templates, key, repeats = run
         end = i + len(templates) * repeats
@@ -54,6 +64,23 @@ def _shape(step: str) -> Shape:
     if len(found) != 1:
         return None
     return _KEY.sub("key k", step), int(found[0])
+
+
+def _alike(shapes: Sequence[Shape], start: int, last: int) -> list[int]:
+    """The keys of the steps from ``start`` (before ``last``) that are the
+    same step but for a key that differs from every other's."""
+    first = shapes[start]
+    if first is None or start >= last:
+        return []
+    keys = [first[1]]
+    at = start + 1
+    while at < last:
+        shape = shapes[at]
+        if shape is None or shape[0] != first[0] or shape[1] in keys:
+            break
+        keys.append(shape[1])
+        at += 1
+    return keys
 
 
 def _block(shapes: Sequence[Shape], at: int, period: int) -> tuple[list[str], int] | None:
