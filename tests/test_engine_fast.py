@@ -26,6 +26,7 @@ from policyspec.cli import main
 from policyspec.engines.fast import run_fast
 from policyspec.harness import Lockstep
 from policyspec.harness.keymap import KeyMap
+from policyspec.history.judge import IN_PLACE
 from policyspec.model.actions import is_legal
 from policyspec.model.evict import eligible
 from policyspec.model.preconditions import (
@@ -49,7 +50,7 @@ LRU = subject_from_class(LRUCachePolicy)
 # -- the driver and its oracle against the pure model ----------------------------------
 
 
-@pytest.mark.parametrize("profile", ["core", "lru"])
+@pytest.mark.parametrize("profile", IN_PLACE)  # every profile the in-place oracle serves
 @pytest.mark.parametrize("seed", range(3))
 def test_the_fast_driver_moves_like_the_model_on_the_same_runs(profile: str, seed: int) -> None:
     """The code that runs: every run the source draws goes through the

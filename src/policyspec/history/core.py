@@ -19,6 +19,10 @@ rebuilds those writes from the protocol (spec/history.md): a
 ``mark_non_evictable`` precedes its 0 -> 1. Read counts above 1 are
 invisible and need not matter: core tells apart only -1, 0 and "being read".
 
+It re-implements, in place, what ``ProfileModel.step`` decides for core and
+that order (constant memory over a production history);
+tests/test_one_semantics.py holds it to the model at every eviction.
+
 After a violation the judge follows the manager, never the policy: keys
 the manager believes evicted are gone, a key the policy lost is dropped. So
 it goes on and names every later violation too (the guard's check mode);

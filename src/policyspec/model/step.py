@@ -1,7 +1,10 @@
 """One step of a profile's model: the only place the model moves.
 
 Every engine, the vectors writer, the diagnosis and the history checker
-advance the model through ``ProfileModel.step``: one call (a policy call or
+advance the model through ``ProfileModel.step`` (two copies of core and the
+seed LRU's order run in place for speed, the fast engine's oracle and the
+history's ``CoreJudge``, and differential tests hold them to this step:
+tests/test_one_semantics.py says which and why): one call (a policy call or
 a manager write of ``ref_cnt``, ``model.actions.Primitive``) in, and out
 come the model after the call, the answer the model itself gives
 (``expected``; ``exact`` says whether it is the only answer the profile
