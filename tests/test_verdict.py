@@ -16,7 +16,14 @@ import pytest
 
 from policyspec.adapters import subject_for_class
 from policyspec.cli import main
-from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_UNJUDGED, EXIT_USAGE
+from policyspec.exits import (
+    EXIT_CONFORMS,
+    EXIT_FAILS,
+    EXIT_INCOMPLETE,
+    EXIT_UNJUDGED,
+    EXIT_USAGE,
+)
+from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
 from policyspec.reference.lru import LRUCachePolicy
 from policyspec.registry import spec_dir
@@ -116,7 +123,7 @@ def test_the_rule_is_written_once() -> None:
     spelled = [path.relative_to(src).as_posix() for path in src.rglob("*.py")
                if '"MUST" in levels' in path.read_text(encoding="utf-8")
                or "verdict = \"fail\"" in path.read_text(encoding="utf-8")]
-    assert spelled == ["verdict.py"]
+    assert spelled == ["reports/verdict.py"]
 
 
 # -- a run whose MUSTs stay unjudged --------------------------------------------------
@@ -231,3 +238,44 @@ def _copy(report: Report, tmp_path: Path) -> Report:
     path = tmp_path / "copy.json"
     path.write_text(report_json(report))
     return load_report(path)
+
+
+# -- a run the time limit stops -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def incomplete() -> Report:
+    """The reference LRU with a wall-time cap that has passed before the
+    engines start: no work is done, nothing fails, and that is no pass."""
+    return run_check(subject_for_class(LRUCachePolicy), get_profile("core"),
+                     options=CheckOptions(budget=2.0, seed=3, jobs=1, time_limit=1e-6))
+
+
+def test_a_run_the_time_limit_stops_is_incomplete_in_every_format(incomplete: Report,
+                                                                  tmp_path: Path) -> None:
+    assert incomplete.verdict == "incomplete" and not incomplete.failures
+    assert "0 of " in incomplete.verdict_reason and "planned examples ran" in \
+        incomplete.verdict_reason, incomplete.verdict_reason
+    assert exit_code(incomplete.verdict, failures=False) == EXIT_INCOMPLETE == 4
+    last = incomplete.to_text().rstrip().splitlines()[-1]
+    assert last == f"verdict: INCOMPLETE ({incomplete.verdict_reason})"
+    document = json.loads(report_json(incomplete))
+    jsonschema.validate(document, json.loads((spec_dir() / "report.schema.json").read_text()))
+    assert document["verdict"] == "incomplete"
+    suite = ET.fromstring(incomplete.to_junit())
+    [case] = [c for c in suite if c.get("name") == "verdict"]
+    assert case.find("failure") is not None
+    assert "Verdict: INCOMPLETE" in render_run_page(incomplete)
+    assert f"Verdict INCOMPLETE: {incomplete.verdict_reason}" in run_markdown(incomplete)
+    # In pytest, a requirement that held in the work that ran still fails.
+    ran = _copy(incomplete, tmp_path)
+    ran.requirements[0].status, ran.requirements[0].checks = PASS, 1
+    with pytest.raises(pytest.fail.Exception, match="INCOMPLETE"):
+        assert_requirement(ran, ran.requirements[0].id)
+
+
+def test_check_exits_4_when_the_time_limit_stops_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", LRU, "--budget", "1", "--jobs", "1", "-q", "--time-limit", "0.000001"])
+    out = capsys.readouterr().out
+    assert code == EXIT_INCOMPLETE, out
+    assert out.rstrip().splitlines()[-1].startswith("verdict: INCOMPLETE (")

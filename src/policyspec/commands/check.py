@@ -117,7 +117,7 @@ def add_parser(sub: Any) -> None:
                         "number of units; the same work, and verdict, on any machine")
     parser.add_argument("--time-limit", type=_time_limit, default=None, metavar="SECONDS",
                         help="stop after this much wall time: a run stopped before its work is "
-                        "done is INCOMPLETE (exit 3), never a pass; a failure found counts "
+                        "done is INCOMPLETE (exit 4), never a pass; a failure found counts "
                         "(default: no limit)")
     parser.add_argument("--engine", action="append", choices=sorted(ENGINES), dest="engines",
                         help="run only these engines (repeatable); default: all default engines")

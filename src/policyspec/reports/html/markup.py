@@ -34,6 +34,7 @@ VERDICT_WORDS = {
     "pass": ("PASS", "✓", "conforms"),
     "fail": ("FAIL", "✗", "does not conform"),
     "unjudged": ("UNJUDGED", "?", "no failure found, but a MUST was not judged"),
+    "incomplete": ("INCOMPLETE", "?", "the time limit stopped it before its work was done"),
     "error": ("ERROR", "!", "could not run to the end"),
     "interrupted": ("INTERRUPTED", "!", "stopped before the end"),
 }
@@ -99,7 +100,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
   border: 2px solid currentColor; border-radius: .3rem; }
 .meaning { color: var(--muted); }
 .v-pass { color: var(--pass); } .v-fail { color: var(--fail); }
-.v-error, .v-interrupted, .v-unjudged { color: var(--nt); }
+.v-error, .v-interrupted, .v-unjudged, .v-incomplete { color: var(--nt); }
 .st { font-weight: 700; white-space: nowrap; }
 .st-pass { color: var(--pass); } .st-fail { color: var(--fail); } .st-na { color: var(--na); }
 .st-not-tested { color: var(--nt); } .st-xfail { color: var(--xfail); }
