@@ -5,6 +5,7 @@ they are in the tree, and the profile they make checks real policies."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,58 @@ def _example_profile() -> Any:
         "fifo-again", ("core", "fifo"), get_profile("fifo").refinement)
     yield
     del profiles.EXAMPLE  # type: ignore[attr-defined]
+
+
+# -- the worked examples of an engine and a report format -------------------------
+
+
+def _run_block(after: str, name: str) -> dict[str, Any]:
+    """Run the page's Python block that follows ``after`` as module ``name``."""
+    page = (ROOT / "spec" / "extending.md").read_text(encoding="utf-8")
+    namespace: dict[str, Any] = {"__name__": name}
+    exec(compile(_block("python", page, after), f"extending.md:{name}", "exec"), namespace)
+    return namespace
+
+
+@pytest.fixture
+def random_walk() -> Iterator[str]:
+    from policyspec.engines import ENGINES
+
+    _run_block("(`random_walk.py`):", "random_walk")
+    yield "random-walk"
+    del ENGINES["random-walk"]
+
+
+def test_the_engine_of_the_page_checks_policies(random_walk: str) -> None:
+    options = CheckOptions(budget=1.0, engines=(random_walk,), jobs=1, seed=2)
+    passing = run_check(subject_for_class(LRUCachePolicy), get_profile("core"), options=options)
+    assert passing.verdict == "unjudged" and not passing.failures  # (one engine judges a part)
+    assert passing.stats["engines"][random_walk]["examples"] == 40
+    failing = check_target(f"{ROOT / 'tests' / 'faulty' / 'v01_ignores_protected.py'}:Policy",
+                           get_profile("core"), options)
+    [failure] = failing.failures
+    assert failure.requirement == "EVICT-UNPROTECTED" and len(failure.trace) <= 4
+
+
+@pytest.fixture
+def tap_format() -> Iterator[str]:
+    from policyspec.reports.write import FORMATS
+
+    _run_block("(`tap_report.py`):", "tap_report")
+    yield "tap"
+    del FORMATS["tap"]
+
+
+def test_the_report_format_of_the_page_is_written_by_check(tap_format: str,
+                                                           tmp_path: Path) -> None:
+    from policyspec.cli import main
+
+    out = tmp_path / "report.tap"
+    target = f"{ROOT / 'tests' / 'faulty' / 'v01_ignores_protected.py'}:Policy"
+    code = main(["check", target, "--engine", "fast", "--budget", "1", "--jobs", "1", "-q",
+                 "--tap", str(out)])
+    assert code == 1
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "TAP version 13" and lines[1].startswith("1..")
+    assert any(line.startswith("not ok") and "EVICT-UNPROTECTED" in line for line in lines)
+    assert len(lines) == 2 + int(lines[1][3:])

@@ -117,8 +117,8 @@ def test_record_then_check_history_on_the_reference_lru_conforms(
     document = json.loads((tmp_path / "v.json").read_text())
     assert document["verdict"] == "pass" and document["calls"] >= 30000
     verdicts = {p["profile"]: p["verdict"] for p in document["profiles"]}
-    assert verdicts == {"core": "conforms", "lru": "conforms", "lru-0.33": "fails",
-                        "arc": "fails"}, verdicts
+    # (an R3 policy: no release's in-tree policy to compare it with)
+    assert verdicts == {"core": "conforms", "lru": "conforms"}, verdicts
     # A PASS is an observation: evictions were compared, in both profiles.
     assert document["exercised"]["EVICT-EXACT-N"] > 0
     assert document["exercised"]["LRU-EVICT-ORDER"] > 0

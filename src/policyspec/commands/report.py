@@ -9,7 +9,6 @@ import sys
 from typing import Any
 
 from policyspec.exits import EXIT_CONFORMS, EXIT_USAGE, UsageError
-from policyspec.reports.verdict import exit_code
 
 __all__ = ["add_parser"]
 
@@ -95,9 +94,8 @@ def _matrix(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
 
 
 def _merge(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
-    from policyspec.reports.markdown import run_markdown
     from policyspec.reports.merge import MergeError, merge_reports
-    from policyspec.reports.report import dumps, write_atomic
+    from policyspec.reports.write import write_reports
 
     try:
         report = merge_reports([r for _, r in loaded], [p for p, _ in loaded])
@@ -112,16 +110,10 @@ def _merge(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
         except OSError as exc:
             raise UsageError(f"--known-failing: cannot read {args.known_failing}: "
                              f"{exc.strerror or exc}") from None
-    if args.json_report:
-        write_atomic(args.json_report, dumps(report))
-    if args.junit_xml:
-        write_atomic(args.junit_xml, report.to_junit())
-    if args.html:
-        from policyspec.reports.html import write_html_report
-
-        write_html_report(report, args.html)
-    if args.markdown:
-        _write_markdown(args.markdown, run_markdown(report))
+    # (report's --html is the page of the merged run here, a matrix otherwise)
+    outputs = {name: path for name, path in (
+        ("json", args.json_report), ("junit", args.junit_xml), ("html", args.html),
+        ("markdown", args.markdown)) if path}
     if not args.quiet and args.markdown != "-":
         sys.stdout.write(report.to_text())
-    return exit_code(report.verdict, bool(report.failures))
+    return write_reports(report, outputs)

@@ -63,15 +63,15 @@ def judged_profiles(api: str | None) -> tuple[str, ...]:
     """The profiles judged when none is named: core and the seed LRU in place
     (``CoreJudge``), and through their models (``ModelJudge``) the exact
     profiles of the vLLM release whose revision the history was recorded
-    as (R9: lru-0.33 and arc; R10: lru-0.34 and arc-0.34; a history of an
-    older revision, or without one, R9's: the first manager the guard ran
-    under). Any other profile with a refinement can be named."""
+    as (R9: lru-0.33 and arc; R10: lru-0.34 and arc-0.34; a history
+    without a revision is R9's, the first the guard recorded; an older
+    revision has no in-tree policy of a release to compare with). Any other
+    profile with a refinement can be named."""
     from policyspec.registry import load_profile_entries
 
-    entries = load_profile_entries().values()
-    exact = tuple(e.name for e in entries if e.refinement is not None and e.api == api)
-    if not exact:  # a policy of a revision before R9, recorded under 0.33's manager
-        exact = tuple(e.name for e in entries if e.refinement is not None and e.api == "R9")
+    revision = api or "R9"
+    exact = tuple(e.name for e in load_profile_entries().values()
+                  if e.refinement is not None and e.api == revision)
     return (*IN_PLACE, *exact)
 
 
