@@ -56,7 +56,7 @@ def test_hostile_policy_is_reported_under_its_requirement(path: Path) -> None:
     assert report.verdict == "fail"
     assert report.failures[0].requirement == expected(module)
     assert report.failures[0].trace, "a verdict comes with the trace that led to it"
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 600  # a hang, not a speed: the run ends
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -136,7 +136,7 @@ def test_known_failing_entry_that_fails_is_an_expected_failure(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--budget", "forever"], "expected deep, quick, standard or a number of seconds"),
+        (["--budget", "forever"], "expected deep, quick, standard or a number of work units"),
         (["--seed", "-3"], "expected a number >= 0"),
         (["--capacity", "0"], "--capacity must be at least 1"),
         (["--call-timeout", "soon"], "expected seconds"),

@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from policyspec.adapters import load_subject
+from policyspec.adapters import load_subject, subject_for_class
 from policyspec.engines import ENGINES
 from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
-from policyspec.reference import LRUCachePolicy
+from policyspec.reference import LRU034CachePolicy, LRUCachePolicy
 from policyspec.session import check_target, run_check, shard_seed
 from policyspec.subject import subject_from_class
 from policyspec.workers import copy_seed, plan
@@ -36,10 +36,11 @@ def test_the_parts_are_the_same_with_any_jobs_and_the_space_is_split() -> None:
 
 def test_the_lead_engine_starts_at_once_beside_the_quick_finders() -> None:
     chosen = [ENGINES[name] for name in ("fast", "stateful", "size")]
-    two = plan(chosen, 10.0, 5, (1, 1), 2, shard_seed, lead="stateful")
+    hooked = subject_for_class(LRU034CachePolicy)  # the stateful engine leads for hooks
+    two = plan(chosen, 10.0, 5, (1, 1), 2, shard_seed, hooked)
     assert [(i.engine, i.copy) for i in two][:3] == [("stateful", 0), ("size", 0), ("size", 1)]
     assert (two[-1].engine, two[-1].copy) == ("stateful", 1)
-    one = plan(chosen, 10.0, 5, (1, 1), 1, shard_seed, lead="stateful")
+    one = plan(chosen, 10.0, 5, (1, 1), 1, shard_seed, hooked)
     assert [i.engine for i in one] == ["size", "fast", "stateful"]  # in turn: quickest first
 
 
@@ -76,16 +77,16 @@ def test_a_worker_that_dies_is_a_verdict_not_a_hang() -> None:
     assert report.verdict == "fail"
     assert [f.requirement for f in report.failures] == ["API-PROCESS-ALIVE"]
     assert "worker process" in report.failures[0].message
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 600  # a hang, not a speed: the run ends
 
 
 def test_fail_fast_stops_the_other_engines_at_the_first_must_failure() -> None:
     subject = load_subject(f"{HERE / 'faulty' / 'touch_walks_forward.py'}:Policy")
-    started = time.monotonic()
     report = run_check(subject, get_profile("lru"), options=CheckOptions(
         budget=40.0, jobs=2, fail_fast=True))
     assert report.verdict == "fail"
     assert "LRU-TOUCH-ORDER" in {f.requirement for f in report.failures}
-    assert time.monotonic() - started < 30  # far below the 40 s budget: the rest stopped
-    assert report.failures[0].found_after_s is not None
-    assert report.failures[0].found_after_s < 5
+    # Work, not time: the run stopped far short of the budget's work (a
+    # 40-unit run of these engines makes over ten million checked calls).
+    assert report.stats["calls"] < 500_000, report.stats["calls"]
+    assert report.failures[0].found_after_calls is not None
