@@ -41,7 +41,7 @@ def test_the_lead_engine_starts_at_once_beside_the_quick_finders() -> None:
     assert [(i.engine, i.copy) for i in two][:3] == [("stateful", 0), ("size", 0), ("size", 1)]
     assert (two[-1].engine, two[-1].copy) == ("stateful", 1)
     one = plan(chosen, 10.0, 5, (1, 1), 1, shard_seed, hooked)
-    assert [i.engine for i in one] == ["size", "fast", "stateful"]  # in turn: quickest first
+    assert [i.engine for i in one] == ["size", "size", "fast", "fast", "stateful", "stateful"]
 
 
 def test_two_jobs_give_the_same_work_for_the_same_seed() -> None:
