@@ -54,6 +54,7 @@ __all__ = [
     "Budget",
     "CheckOptions",
     "check_target",
+    "report_findings",
     "run_check",
     "shard_seed",
 ]
@@ -291,6 +292,25 @@ def run_check(
         report.notes.append("interrupted before the end: engines that ran: "
                             + (", ".join(r.engine for r in runs) or "none"))
     return report
+
+
+def report_findings(
+    subject: Subject, profile: Profile, run: EngineRun, *, capacity: int, seconds: float,
+    seed: int = 0, strict: bool = False,
+) -> Report:
+    """The report ``run_check`` makes of one engine's run, its findings
+    minimised and blamed within the same budgets of replays and time as a
+    check of ``seconds``: for a front end that finds faults its own way
+    (``policyspec prove``), so that they are shown as check shows them."""
+    started = time.monotonic()
+    standins = installed() if subject.stand_in else contextlib.nullcontext(None)
+    with standins, Watchdog(DEFAULT_CALL_TIMEOUT) as watchdog:
+        return _report(
+            subject, profile, [run], seed, strict, capacity, seconds, watchdog=watchdog,
+            minimise_tries=round(max(MIN_MINIMISE_SECONDS, seconds) * MINIMISE_TRIES),
+            minimise_until=started + max(MINIMISE_BY * seconds, seconds + MIN_MINIMISE_SECONDS),
+            blame_seconds=BLAME_SHARE * seconds,
+        )
 
 
 def shard_seed(seed: int, shard: tuple[int, int]) -> int:
