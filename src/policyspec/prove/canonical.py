@@ -55,7 +55,7 @@ __all__ = [
     "decode",
     "decode_state",
     "legal",
-    "legal_count",
+    "legal_values",
     "pack",
     "unpack",
 ]
@@ -153,13 +153,13 @@ def legal(op: str, *values: Any) -> bool:
 
 
 @cache
-def legal_count(op: str) -> int:
-    """How many legal values ``op``'s obligation has: the paths CrossHair
-    runs when it explores them all."""
+def legal_values(op: str) -> tuple[tuple[int, ...], ...]:
+    """Every legal value of ``op``'s obligation, in ``pack`` order: the
+    paths CrossHair runs when it explores them all."""
     ranges = [range(low, high + 1) for low, high in _RANGES[op]]
     states = [v for v in itertools.product(*ranges[:4]) if legal("clear", *v)]
-    return sum(1 for state in states for args in itertools.product(*ranges[4:])
-               if legal(op, *state, *args))
+    return tuple((*state, *args) for state in states
+                 for args in itertools.product(*ranges[4:]) if legal(op, *state, *args))
 
 
 def pack(op: str, values: Sequence[Any]) -> tuple[Any, Any]:

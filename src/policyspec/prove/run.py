@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from policyspec.prove.canonical import legal_count
+from policyspec.prove.canonical import legal_values
 from policyspec.prove.commute import ProofSubject
 from policyspec.prove.crosshair_run import (
     CONFIRMED,
@@ -227,9 +227,12 @@ def prove_target(
         raise ProveUsageError(f"no operation of {spec.target} to check")
     parallel = _workers(workers, len(plan.jobs))
     times = Budget(budget, len(plan.jobs), parallel, iterations)
-    # Likely to end early first, so that their time goes to touch and evict.
-    order = sorted(plan.jobs, key=lambda job: _COST_ORDER.index(job.name)
-                   if job.name in _COST_ORDER else len(_COST_ORDER))
+    # Likely to end early first, so that their time goes to touch and evict;
+    # when the first counterexample ends the run, evict first: most faults
+    # show in one eviction.
+    costs = ("evict", *_COST_ORDER) if fail_fast else _COST_ORDER
+    order = sorted(plan.jobs, key=lambda job: costs.index(job.name)
+                   if job.name in costs else len(costs))
     start = time.monotonic()
     by_name = {r.job.name: r for r in run_jobs(order, times, _reporter(progress),
                                                fail_fast=fail_fast)}
@@ -242,7 +245,7 @@ def prove_target(
     )
     for result in results:
         op = result.job.name
-        count = legal_count(op) if result.status == CONFIRMED else 0
+        count = len(legal_values(op)) if result.status == CONFIRMED else 0
         report.results.append(_summarise(result, bound_of(op), count))
         for condition in result.conditions:
             if condition.status != COUNTEREXAMPLE:
