@@ -57,6 +57,7 @@ from policyspec.prove.canonical import (
     legal,
     legal_values,
     pack,
+    past_of,
     unpack,
 )
 from policyspec.prove.crosshair_run import (
@@ -101,16 +102,19 @@ DERIVED = [
     (fixture("ignores_protected"), "core", "evict", (1, 0, 0, 1, 1, 1), "EVICT-UNPROTECTED"),
     (fixture("evicts_in_flight"), "core", "evict", (0, 1, 0, 1, 1, 0), "EVICT-IDLE-ONLY"),
     (fixture("none_changes_state"), "core", "evict", (1, 0, 0, 2, 2, 0), "EVICT-ATOMIC"),
-    (fixture("touch_records_absent"), "core", "touch", (0, 0, 0, 1, 1, 0, 0, 0),
+    (fixture("touch_records_absent"), "core", "touch", (0, 0, 0, 1, 0, 1, 0, 0, 0),
      "API-NO-RAISE"),
-    (fixture("touch_forward"), "lru", "touch", (2, 0, 0, 2, 2, 0, 1, 0), "LRU-EVICT-ORDER"),
+    (fixture("touch_forward"), "lru", "touch", (2, 0, 0, 2, 0, 2, 0, 1, 0),
+     "LRU-EVICT-ORDER"),
     (fixture("mark_at_lru_end"), "lru", "mark_evictable", (1, 1, 1, 2, 1), "LRU-EVICT-ORDER"),
     (THIRD_PARTY, "core", "evict", (0, 1, 0, 1, 1, 0), "EVICT-IDLE-ONLY"),
     (faulty("v01_ignores_protected"), "core", "evict", (1, 0, 0, 1, 1, 1), "EVICT-UNPROTECTED"),
-    (faulty("touch_walks_forward"), "lru", "touch", (2, 0, 0, 2, 2, 0, 1, 0),
+    (faulty("touch_walks_forward"), "lru", "touch", (2, 0, 0, 2, 0, 2, 0, 1, 0),
      "LRU-EVICT-ORDER"),
     (faulty("v09_evicts_in_flight_first"), "core", "evict", (1, 1, 0, 2, 1, 0),
      "EVICT-IDLE-ONLY"),
+    # a past: key 0 stored and evicted before, then inserted again
+    (faulty("g12_revives_old_block"), "core", "insert", (0, 0, 0, 1, 1, 0, -1), "GET-IDENTITY"),
 ]
 
 # (fixture, profile, operation, canonical values, requirement): through the
@@ -119,10 +123,10 @@ DECLARED = [
     ("ignores_protected", "core", "evict", (1, 0, 0, 1, 1, 1), "EVICT-UNPROTECTED"),
     ("evicts_in_flight", "core", "evict", (0, 1, 0, 1, 1, 0), "EVICT-IDLE-ONLY"),
     ("none_changes_state", "core", "evict", (1, 0, 0, 2, 2, 0), "EVICT-ATOMIC"),
-    ("touch_records_absent", "core", "touch", (0, 0, 0, 1, 1, 0, 0, 0),
+    ("touch_records_absent", "core", "touch", (0, 0, 0, 1, 0, 1, 0, 0, 0),
      "TOUCH-KEEPS-MEMBERSHIP"),
     ("remove_drops_neighbour", "core", "remove", (2, 0, 0, 2, 0), "REMOVE-DROPS"),
-    ("touch_forward", "lru", "touch", (2, 0, 0, 2, 2, 0, 1, 0), "LRU-TOUCH-ORDER"),
+    ("touch_forward", "lru", "touch", (2, 0, 0, 2, 0, 2, 0, 1, 0), "LRU-TOUCH-ORDER"),
     ("mark_at_lru_end", "lru", "mark_evictable", (1, 1, 1, 2, 1), "LRU-MARK-RECENCY"),
 ]
 
@@ -139,7 +143,7 @@ def _broken(subject: ProofSubject, op: str, values: tuple[int, ...]) -> str | No
         divergence = check_step(subject, op, state, args)
         return None if divergence is None else divergence.requirement
     with installed():
-        failure = derived_failure(subject, op, state, args)
+        failure = derived_failure(subject, op, state, args, past_of(op, values))
     return None if failure is None else failure.requirement
 
 
@@ -164,20 +168,22 @@ def test_every_legal_value_stands_for_a_pre_state_the_manager_can_leave() -> Non
 
 
 def test_legal_rejects_what_the_caller_contract_forbids() -> None:
-    assert not legal("insert", 1, 0, 0, 1, 1, -1)  # the cache is full
-    assert not legal("insert", 1, 0, 0, 2, 0, -1)  # key 0 is present
-    assert legal("insert", 1, 0, 0, 2, 1, -1)
+    assert not legal("insert", 1, 0, 0, 1, 0, 1, -1)  # the cache is full
+    assert not legal("insert", 1, 0, 0, 2, 0, 0, -1)  # key 0 is present
+    assert legal("insert", 1, 0, 0, 2, 0, 1, -1)
+    assert legal("insert", 1, 0, 0, 2, 1, 1, -1)  # key 1 was stored and evicted before
+    assert not legal("insert", 1, 0, 0, 2, 2, 1, -1)  # past is 0 or 1
     assert not legal("remove", 1, 0, 0, 1, 1)  # key 1 is absent
     assert not legal("mark_non_evictable", 1, 1, 0, 2, 1)  # key 1 is in flight
     assert not legal("mark_evictable", 1, 1, 0, 2, 1)  # in flight: no load to end
     assert legal("mark_evictable", 1, 1, 1, 2, 1)  # being read: its load ends
-    assert not legal("get", 1, 0, 1, 2, 0)  # reads names a busy key there is not
-    assert not legal("touch", 1, 0, 0, 1, 1, 0, 1, 0)  # a key past the count is not 0
+    assert not legal("get", 1, 0, 1, 2, 0, 0)  # reads names a busy key there is not
+    assert not legal("touch", 1, 0, 0, 1, 0, 1, 0, 1, 0)  # a key past the count is not 0
     assert not legal("evict", 0, 0, 0, 1, -1, 0)
     assert not legal("evict", 1, 0, 0, 1, 1, 4)  # protected names keys 0 and 1 only
     assert legal("evict", 1, 0, 0, 1, 1, 3)  # the present key and the absent one
-    assert not legal("on_store_miss", 1, 0, 0, 2, 1, 0, 0, 0)  # key 0 is present
-    assert not legal("on_request_access", 2, 0, 0, 2, 2, 1, 1, 0)  # key 1 twice
+    assert not legal("on_store_miss", 1, 0, 0, 2, 0, 1, 0, 0, 0)  # key 0 is present
+    assert not legal("on_request_access", 2, 0, 0, 2, 0, 2, 1, 1, 0)  # key 1 twice
     assert legal("on_request_finished", 2, 0, 0, 2, 2, 1, 0, 1, 2, 1)
 
 
@@ -372,7 +378,7 @@ def test_counterexamples_become_minimal_traces_and_tests_that_fail_only_on_the_f
 
 def test_a_counterexample_that_does_not_replay_is_not_counted() -> None:
     spec = TargetSpec(REFERENCE, "lru")
-    message = _message("touch", (2, 0, 0, 2, 2, 0, 1, 0))
+    message = _message("touch", (2, 0, 0, 2, 0, 2, 0, 1, 0))
     finding = derived_finding(_subject(REFERENCE, "lru"), spec, "touch", message)
     assert not finding.reproduced and finding.test == ""
     finding = refinement_finding(_subject(REFERENCE, "lru", "declared"), spec, "touch", message)

@@ -12,7 +12,12 @@ what the state says about them:
 * keys ``0 .. n_idle-1`` are idle, in eviction order (0 least recent);
 * keys ``n_idle .. n_idle+n_busy-1`` are busy: bit ``j`` of ``reads`` set,
   key ``n_idle + j`` is being read (ref_cnt 1), else in flight (-1);
-* key ``n_idle + n_busy`` stands for every absent key;
+* key ``n_idle + n_busy`` stands for every absent key; for the operations
+  that can name it (``HISTORY``), a fifth value ``past`` says whether it
+  was stored and evicted before the rest of the state was built (1) or
+  never lived (0): the only history the canonical pre-states have, which is
+  what a policy that remembers keys it no longer holds (ARC's ghost lists,
+  a block kept for a key's return) needs to show anything;
 * a key list is a count and that many key numbers (the unused ones 0), a
   protected set a bit mask over the keys, a request hook's keys a count,
   key numbers and, for a finish, a kind per key (``KINDS``).
@@ -45,6 +50,7 @@ from policyspec.model.request import HOOKS
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 
 __all__ = [
+    "HISTORY",
     "KINDS",
     "MAX_HOOK_LIST",
     "MAX_KEYS",
@@ -57,6 +63,7 @@ __all__ = [
     "legal",
     "legal_values",
     "pack",
+    "past_of",
     "unpack",
 ]
 
@@ -92,6 +99,10 @@ KINDS = (0, 1, 2)
 1 insertion-only (the request stored it), 2 reused (it read it)."""
 
 _ONE_KEY = ("get", "remove", "mark_evictable", "mark_non_evictable")
+HISTORY = ("get", "insert", "touch", "on_store_miss", "on_request_access")
+"""The operations whose pre-state has ``past`` (module docstring): those
+that can name the absent key for what it is (a lookup, a store, a use, a
+miss), as the others can only protect, remove or order present keys."""
 
 
 def decode_state(n_idle: int, n_busy: int, reads: int, capacity: int) -> State:
@@ -104,9 +115,9 @@ def decode_state(n_idle: int, n_busy: int, reads: int, capacity: int) -> State:
 
 def decode(op: str, values: Sequence[int]) -> tuple[State, tuple[Any, ...]]:
     """The state and the operation's model arguments that ``legal`` values
-    stand for."""
+    stand for (``past_of`` says the rest)."""
     n_idle, n_busy, reads, capacity = values[:4]
-    args = values[4:]
+    args = values[_state_size(op):]
     state = decode_state(n_idle, n_busy, reads, capacity)
     present = n_idle + n_busy
     if op in _ONE_KEY:
@@ -132,6 +143,17 @@ def decode(op: str, values: Sequence[int]) -> tuple[State, tuple[Any, ...]]:
     raise ValueError(f"unknown operation {op!r}")
 
 
+def past_of(op: str, values: Sequence[int]) -> bool:
+    """Whether the absent key was stored and evicted before (module
+    docstring); False for an operation without ``past``."""
+    return op in HISTORY and values[4] == 1
+
+
+def _state_size(op: str) -> int:
+    """How many of an obligation's values describe the pre-state."""
+    return 5 if op in HISTORY else 4
+
+
 def legal(op: str, *values: Any) -> bool:
     """The precondition of an obligation: a bounded pre-state the manager
     can leave, and arguments the caller contract allows (module docstring).
@@ -149,7 +171,7 @@ def legal(op: str, *values: Any) -> bool:
     if not (present <= MAX_KEYS and _below_power(reads, n_busy)
             and max(present, 1) <= capacity):
         return False
-    return bool(_args_legal(op, n_idle, present, reads, capacity, values[4:]))
+    return bool(_args_legal(op, n_idle, present, reads, capacity, values[_state_size(op):]))
 
 
 @cache
@@ -157,9 +179,10 @@ def legal_values(op: str) -> tuple[tuple[int, ...], ...]:
     """Every legal value of ``op``'s obligation, in ``pack`` order: the
     paths CrossHair runs when it explores them all."""
     ranges = [range(low, high + 1) for low, high in _RANGES[op]]
-    states = [v for v in itertools.product(*ranges[:4]) if legal("clear", *v)]
+    size = _state_size(op)
+    states = [v for v in itertools.product(*ranges[:size]) if legal("clear", *v[:4])]
     return tuple((*state, *args) for state in states
-                 for args in itertools.product(*ranges[4:]) if legal(op, *state, *args))
+                 for args in itertools.product(*ranges[size:]) if legal(op, *state, *args))
 
 
 def pack(op: str, values: Sequence[Any]) -> tuple[Any, Any]:
@@ -169,14 +192,14 @@ def pack(op: str, values: Sequence[Any]) -> tuple[Any, Any]:
     (Realizing each value on its own made three times the paths and,
     interleaved with the tests, never ended; one int for everything made
     each path test every value tried before it, about 3,000 for evict.)"""
-    ranges = _RANGES[op]
-    return _digits(values[:4], ranges[:4]), _digits(values[4:], ranges[4:])
+    ranges, size = _RANGES[op], _state_size(op)
+    return _digits(values[:size], ranges[:size]), _digits(values[size:], ranges[size:])
 
 
 def unpack(op: str, state_code: int, args_code: int) -> tuple[int, ...]:
     """The values ``pack`` made the codes of."""
-    ranges = _RANGES[op]
-    return (*_undigits(state_code, ranges[:4]), *_undigits(args_code, ranges[4:]))
+    ranges, size = _RANGES[op], _state_size(op)
+    return (*_undigits(state_code, ranges[:size]), *_undigits(args_code, ranges[size:]))
 
 
 def _digits(values: Sequence[Any], ranges: Sequence[tuple[int, int]]) -> Any:
@@ -195,23 +218,25 @@ def _undigits(code: int, ranges: Sequence[tuple[int, int]]) -> list[int]:
 
 
 _STATE = ((0, MAX_KEYS), (0, MAX_KEYS), (0, 2**MAX_KEYS - 1), (1, MAX_KEYS + 1))
+_PAST = (0, 1)
 _KEY = (0, MAX_KEYS)
 _HOOK = ((1, MAX_HOOK_LIST), *(_KEY,) * MAX_HOOK_LIST)
 _RANGES: dict[str, tuple[tuple[int, int], ...]] = {
-    "get": (*_STATE, _KEY),
+    "get": (*_STATE, _PAST, _KEY),
     "remove": (*_STATE, _KEY),
     "mark_evictable": (*_STATE, _KEY),
     "mark_non_evictable": (*_STATE, _KEY),
-    "insert": (*_STATE, _KEY, (IN_FLIGHT, IDLE)),
-    "touch": (*_STATE, (0, MAX_LIST), *(_KEY,) * MAX_LIST),
+    "insert": (*_STATE, _PAST, _KEY, (IN_FLIGHT, IDLE)),
+    "touch": (*_STATE, _PAST, (0, MAX_LIST), *(_KEY,) * MAX_LIST),
     "evict": (*_STATE, (0, MAX_KEYS + 1), (0, 2 ** (MAX_KEYS + 1) - 1)),
     "clear": _STATE,
-    "on_store_miss": (*_STATE, *_HOOK, (0, 1)),
-    "on_request_access": (*_STATE, *_HOOK, (0, 1)),
+    "on_store_miss": (*_STATE, _PAST, *_HOOK, (0, 1)),
+    "on_request_access": (*_STATE, _PAST, *_HOOK, (0, 1)),
     "on_request_finished": (*_STATE, *_HOOK, *((0, KINDS[-1]),) * MAX_HOOK_LIST, (0, 1)),
 }
-"""Every value's range, whatever the others: the pre-state's four, then the
-operation's arguments (module docstring). ``legal`` narrows them."""
+"""Every value's range, whatever the others: the pre-state's four (five
+with ``past``), then the operation's arguments (module docstring).
+``legal`` narrows them."""
 
 _BIT = [tuple(v for v in range(2**MAX_KEYS) if v >> j & 1) for j in range(MAX_KEYS)]
 """The values of ``reads`` whose bit ``j`` is set (busy key ``j`` read)."""

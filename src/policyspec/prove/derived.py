@@ -5,7 +5,9 @@ Concretization (``construction``): a canonical model pre-state
 (policyspec.prove.canonical) is built by the calls vLLM's manager makes:
 every key inserted in flight, in key order (the idle keys first, in
 eviction order); the keys being read complete their stores and start their
-loads; then the idle keys' stores complete, in eviction order. Insert order
+loads; then the idle keys' stores complete, in eviction order. Before that,
+when the pre-state says the absent key has a past (``past_life``), it is
+stored and evicted while it is the only key. Insert order
 and mark order are both the model's order, so a policy ranked by either (the
 seed LRU by marks; vLLM 0.33's LRU, FIFO and ARC's T1 by inserts) holds the
 order the canonical names say, and the profile's model, driven through the
@@ -41,6 +43,7 @@ __all__ = [
     "call_actions",
     "construction",
     "derived_failure",
+    "past_life",
     "probes",
 ]
 
@@ -61,6 +64,14 @@ def construction(state: State, pending: int | None = None) -> list[Action]:
             actions.extend(("start_read", key) for _ in range(ref))
     actions.extend(("finish_store", key) for key in state.idle)
     return actions
+
+
+def past_life(state: State) -> list[Action]:
+    """The calls that give the canonical absent key a past before
+    ``construction`` (policyspec.prove.canonical, ``past``): stored, then
+    evicted while it is the only key."""
+    key = len(state.refs)
+    return [("insert", key, IN_FLIGHT), ("finish_store", key), ("evict", 1, frozenset())]
 
 
 def call_actions(op: str, args: Sequence[Any], requests: bool) -> list[Action]:
@@ -109,8 +120,10 @@ def probes(model: ProfileModel, universe: int) -> list[tuple[Action, ...]]:
 
 
 def _harness(target: ProofSubject, capacity: int) -> Lockstep:
+    """The harness as ``check`` builds it (with the request hooks, every
+    other action from a second thread, as 0.33's manager calls)."""
     fatal: Callable[[str], bool] | None = (lambda rid: True) if target.strict else None
-    return Lockstep(target.subject, target.profile, capacity, fatal=fatal, threads=False)
+    return Lockstep(target.subject, target.profile, capacity, fatal=fatal)
 
 
 def _run(harness: Lockstep, actions: Sequence[Action]) -> ConformanceFailure | None:
@@ -124,16 +137,24 @@ def _run(harness: Lockstep, actions: Sequence[Action]) -> ConformanceFailure | N
 
 
 def derived_failure(
-    target: ProofSubject, op: str, state: State, args: Sequence[Any]
+    target: ProofSubject, op: str, state: State, args: Sequence[Any], past: bool = False
 ) -> ConformanceFailure | None:
     """The first failure of ``op(*args)`` from ``state`` through the derived
-    pair, or None: build the state, make the call, read the state back. A
-    failure while building counts too (the policy cannot hold the state)."""
+    pair, or None: build the state (after the absent key's ``past_life``
+    when ``past``), make the call, read the state back. A failure while
+    building counts too (the policy cannot hold the state). A policy that
+    refuses the past life's eviction (a SHOULD under core) cannot reach the
+    state at all: None."""
     capacity = state.capacity if state.capacity is not None else len(state.refs) + 1
     pending = args[0] if op == "mark_evictable" else None
     harness = _harness(target, capacity)
-    calls = [*construction(state, pending), *call_actions(op, args, target.subject.has("hooks"))]
-    failure = _run(harness, calls)
+    before = past_life(state) if past else []
+    failure = _run(harness, before)
+    if failure is not None or len(state.refs) in harness.state.refs:
+        return failure
+    calls = [*before, *construction(state, pending),
+             *call_actions(op, args, target.subject.has("hooks"))]
+    failure = _run(harness, calls[len(before):])
     if failure is not None:
         return failure
     for probe in probes(harness.model, len(state.refs) + 1):

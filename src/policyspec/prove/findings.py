@@ -22,7 +22,7 @@ from policyspec.engines import Finding as EngineFinding
 from policyspec.engines.reproduce import failure_of
 from policyspec.model.state import State
 from policyspec.prove.calls import parse_call
-from policyspec.prove.canonical import decode
+from policyspec.prove.canonical import decode, past_of
 from policyspec.prove.commute import Divergence, ProofSubject, check_step
 from policyspec.prove.derived import derived_failure
 from policyspec.prove.proof_target import TargetSpec
@@ -128,8 +128,11 @@ def derived_finding(
     trace as ``check`` does, and turn it into a finding."""
     _, call_args, _ = parse_call(message, {})
     state, model_args = decode(op, call_args)
+    past = past_of(op, call_args)
     story = f"CrossHair: {_show_call(op, model_args)} from {_show_state(state)}"
-    failure = derived_failure(subject, op, state, model_args)
+    if past:
+        story += f", key {len(state.refs)} stored and evicted before"
+    failure = derived_failure(subject, op, state, model_args, past)
     if failure is None:
         return Finding(op, "?", [f"CrossHair reported: {message}",
                                  "replayed concretely, nothing fails: not counted"], "", False)

@@ -31,7 +31,7 @@ from crosshair.tracers import NoTracing, is_tracing
 
 from policyspec.adapters import installed
 from policyspec.harness import lockstep
-from policyspec.prove.canonical import decode, legal, pack, unpack
+from policyspec.prove.canonical import decode, legal, pack, past_of, unpack
 from policyspec.prove.commute import ProofSubject, check_step
 from policyspec.prove.derived import derived_failure
 from policyspec.prove.proof_target import from_environment
@@ -83,28 +83,31 @@ def _step(op: str, *values: int) -> str | None:
     concrete = unpack(op, realize(state_code), realize(args_code))
     with _untraced():
         state, model_args = decode(op, concrete)
-        if SUBJECT.abstraction is not None:
+        if SUBJECT.abstraction is not None:  # (a hand-written pair has no past)
             divergence = check_step(SUBJECT, op, state, model_args)
             return None if divergence is None else divergence.requirement
-        failure = derived_failure(SUBJECT, op, state, model_args)
+        failure = derived_failure(SUBJECT, op, state, model_args, past_of(op, concrete))
         return None if failure is None else failure.requirement
 
 
-def refines_get(n_idle: int, n_busy: int, reads: int, capacity: int, key: int) -> None:
-    """get(key) returns the block of a present key, None for an absent one,
-    and changes nothing."""
-    assert legal("get", n_idle, n_busy, reads, capacity, key)
-    broken = _step("get", n_idle, n_busy, reads, capacity, key)
+def refines_get(
+    n_idle: int, n_busy: int, reads: int, capacity: int, past: int, key: int
+) -> None:
+    """get(key) returns the block of a present key, None for an absent one
+    (``past``: one stored and evicted before), and changes nothing."""
+    assert legal("get", n_idle, n_busy, reads, capacity, past, key)
+    broken = _step("get", n_idle, n_busy, reads, capacity, past, key)
     assert broken is None, broken
 
 
 def refines_insert(
-    n_idle: int, n_busy: int, reads: int, capacity: int, key: int, ref_cnt: int
+    n_idle: int, n_busy: int, reads: int, capacity: int, past: int, key: int, ref_cnt: int
 ) -> None:
-    """insert(key, block) agrees with the model (for a policy with the
-    request hooks, with a fresh storing request's context)."""
-    assert legal("insert", n_idle, n_busy, reads, capacity, key, ref_cnt)
-    broken = _step("insert", n_idle, n_busy, reads, capacity, key, ref_cnt)
+    """insert(key, block) agrees with the model (``past``: the key was
+    stored and evicted before; for a policy with the request hooks, with a
+    fresh storing request's context)."""
+    assert legal("insert", n_idle, n_busy, reads, capacity, past, key, ref_cnt)
+    broken = _step("insert", n_idle, n_busy, reads, capacity, past, key, ref_cnt)
     assert broken is None, broken
 
 
@@ -116,12 +119,13 @@ def refines_remove(n_idle: int, n_busy: int, reads: int, capacity: int, key: int
 
 
 def refines_touch(
-    n_idle: int, n_busy: int, reads: int, capacity: int, count: int, key0: int, key1: int,
-    key2: int,
+    n_idle: int, n_busy: int, reads: int, capacity: int, past: int, count: int, key0: int,
+    key1: int, key2: int,
 ) -> None:
-    """touch(keys) agrees with the model: ``count`` keys of key0..key2."""
-    assert legal("touch", n_idle, n_busy, reads, capacity, count, key0, key1, key2)
-    broken = _step("touch", n_idle, n_busy, reads, capacity, count, key0, key1, key2)
+    """touch(keys) agrees with the model: ``count`` keys of key0..key2
+    (``past``: the absent key was stored and evicted before)."""
+    assert legal("touch", n_idle, n_busy, reads, capacity, past, count, key0, key1, key2)
+    broken = _step("touch", n_idle, n_busy, reads, capacity, past, count, key0, key1, key2)
     assert broken is None, broken
 
 
@@ -163,23 +167,28 @@ def refines_clear(n_idle: int, n_busy: int, reads: int, capacity: int) -> None:
 
 
 def refines_on_store_miss(
-    n_idle: int, n_busy: int, reads: int, capacity: int, count: int, key0: int, key1: int,
-    placed: int,
+    n_idle: int, n_busy: int, reads: int, capacity: int, past: int, count: int, key0: int,
+    key1: int, placed: int,
 ) -> None:
-    """on_store_miss(keys) of a fresh request changes no key's presence or
-    eligibility, and an exact profile's order as its model says."""
-    assert legal("on_store_miss", n_idle, n_busy, reads, capacity, count, key0, key1, placed)
-    broken = _step("on_store_miss", n_idle, n_busy, reads, capacity, count, key0, key1, placed)
+    """on_store_miss(keys) of a fresh request (``past``: the missed key was
+    stored and evicted before) changes no key's presence or eligibility,
+    and an exact profile's state as its model says."""
+    assert legal("on_store_miss", n_idle, n_busy, reads, capacity, past, count, key0, key1,
+                 placed)
+    broken = _step("on_store_miss", n_idle, n_busy, reads, capacity, past, count, key0, key1,
+                   placed)
     assert broken is None, broken
 
 
 def refines_on_request_access(
-    n_idle: int, n_busy: int, reads: int, capacity: int, count: int, key0: int, key1: int,
-    placed: int,
+    n_idle: int, n_busy: int, reads: int, capacity: int, past: int, count: int, key0: int,
+    key1: int, placed: int,
 ) -> None:
     """on_request_access(keys) of a fresh request, as on_store_miss."""
-    assert legal("on_request_access", n_idle, n_busy, reads, capacity, count, key0, key1, placed)
-    broken = _step("on_request_access", n_idle, n_busy, reads, capacity, count, key0, key1, placed)
+    assert legal("on_request_access", n_idle, n_busy, reads, capacity, past, count, key0, key1,
+                 placed)
+    broken = _step("on_request_access", n_idle, n_busy, reads, capacity, past, count, key0,
+                   key1, placed)
     assert broken is None, broken
 
 
