@@ -26,8 +26,7 @@ Naming keys this way loses nothing for a policy that treats keys as opaque
 values, which the spec requires, and leaves CrossHair only the shape of the
 state and the arguments to search. An explicit permutation of idle keys
 was tried first: CrossHair then spent its paths on permutations and missed
-a wrong touch order in 25 CPU s that this encoding finds; lists instead of
-counts and masks cost twice the paths and three times the time per path.
+a wrong touch order in 25 CPU s that this encoding finds.
 
 ``legal`` is every obligation's precondition, linear comparisons only;
 ``pack`` makes one int of the values, which the obligation realizes, so

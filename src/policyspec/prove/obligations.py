@@ -77,7 +77,7 @@ def _step(op: str, *values: int) -> str | None:
     path per legal value) and the harness and the policy run untraced: on
     concrete values CrossHair has nothing left to branch on, and under
     tracing the harness (which hashes keys and compares blocks on every
-    call) cost four times as much per path."""
+    call) cost three times as much per path."""
     assert SUBJECT is not None, "no target: set POLICYSPEC_PROVE_TARGET"
     state_code, args_code = pack(op, values)
     concrete = unpack(op, realize(state_code), realize(args_code))

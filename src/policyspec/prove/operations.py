@@ -35,24 +35,26 @@ the revision's manager)."""
 
 STATE_BOUND = (
     f"pre-states the manager can leave: at most {MAX_KEYS} keys, each in flight (-1), "
-    f"idle (0) or being read (1..{MAX_REF}), in any idle order, capacity from the keys "
+    f"idle (0) or being read ({MAX_REF}), in any idle order, capacity from the keys "
     f"present to {MAX_KEYS + 1}; keys named canonically (policyspec.prove.canonical)"
 )
 
+_PAST = "; the absent key stored and evicted before, or never"
 _ARGUMENTS = {
-    "get": "any key, present or absent",
-    "insert": "the absent key, in flight or idle",
+    "get": "any key, present or absent" + _PAST,
+    "insert": "the absent key, in flight or idle" + _PAST,
     "remove": "any present key",
-    "touch": f"lists of up to {MAX_LIST} keys, present or absent, repeats and order included",
+    "touch": f"lists of up to {MAX_LIST} keys, present or absent, repeats and order included"
+             + _PAST,
     "mark_evictable": "the key whose load ends",
     "mark_non_evictable": "any idle key",
-    "evict": f"n from 0 to the keys present + 1, protected sets of up to {MAX_LIST} keys, "
-             "present or absent",
+    "evict": "n from 0 to the keys present + 1, every protected set of keys present and "
+             "absent",
     "clear": "no arguments",
-    "on_store_miss": f"distinct absent keys (up to {MAX_HOOK_LIST}) of a fresh request, "
-                     "placed by the scheduler or not",
+    "on_store_miss": "the absent key, of a fresh request, placed by the scheduler or not"
+                     + _PAST,
     "on_request_access": f"distinct keys (up to {MAX_HOOK_LIST}), present or absent, of a "
-                         "fresh request, placed or not",
+                         "fresh request, placed or not" + _PAST,
     "on_request_finished": f"one group of distinct keys (up to {MAX_HOOK_LIST}), each "
                            "insertion-only, reused or neither, of a fresh request, placed or "
                            "not",

@@ -107,9 +107,12 @@ class ProofReport:
             f"policyspec prove: {self.title}",
             f"method:  {self.method}",
             *(f"bounds:  {line}" for line in self.bounds),
-            f"budget:  {b.seconds:g} s target, {b.workers} CrossHair processes at a time; "
+            f"budget:  {b.seconds:g} s target, {b.workers} CrossHair "
+            f"{'process' if b.workers == 1 else 'processes'} at a time; "
             f"{b.per_condition:.1f} CPU s per condition at first, more for later ones "
-            f"when earlier ones end early; deadline {b.deadline:.0f} s",
+            f"when earlier ones end early; deadline {b.deadline:.0f} s"
+            + (f"; each obligation ends after {b.iterations:,} paths in a row that reach no "
+               "new code" if b.iterations else ""),
             "",
         ]
         width = max((len(r.name) for r in self.results), default=10)
