@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import date
 
-SECTIONS = ("engines", "budgets", "lru", "memory", "jobs", "detection")
+SECTIONS = ("engines", "budgets", "lru", "memory", "jobs", "detection", "prove")
 
 
 def _engines(args: argparse.Namespace, say: Callable[[str], None]) -> None:
@@ -155,6 +155,35 @@ def _detection(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         "trace steps median <= 5, max <= 25\n")
 
 
+def _prove(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    from benchmarks.prove_corpus import (
+        BUDGET_SECONDS,
+        CAP_SECONDS,
+        HEADER,
+        MAX_STEPS,
+        measure_prove,
+        read_witnesses,
+        run_line,
+        short_witnesses,
+        summary,
+    )
+
+    chosen = short_witnesses(read_witnesses())
+    if args.short:
+        chosen = chosen[:2]
+    say(f"7. policyspec prove on the corpus files whose check witness has at most {MAX_STEPS} "
+        f"steps ({len(chosen)} files, benchmarks/prove_witnesses.txt; --budget "
+        f"{BUDGET_SECONDS:g} --fail-fast,\n   stopped at {CAP_SECONDS:g} s; found: a "
+        "counterexample of the header's id; times are wall clock)\n")
+    say(HEADER)
+    runs = []
+    for run in measure_prove(chosen):
+        runs.append(run)
+        say(run_line(run))
+    say(summary(runs))
+    say("   target: every file found within 60 s wall on 2 cores\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--short", action="store_true", help="a quick smoke run of every section")
@@ -182,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in SECTIONS:
         if name in chosen:
             {"engines": _engines, "budgets": _budgets, "lru": _lru, "memory": _memory,
-             "jobs": _jobs, "detection": _detection}[name](args, say)
+             "jobs": _jobs, "detection": _detection, "prove": _prove}[name](args, say)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     say(f"({time.monotonic() - started:.0f} s in all; load average {load:.1f} at the end)")
     if args.out:

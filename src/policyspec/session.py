@@ -22,7 +22,7 @@ from policyspec.exits import UsageError
 from policyspec.findings.finish import MIN_MINIMISE_UNITS, MINIMISE_TRIES, finish
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
-from policyspec.options import CheckOptions
+from policyspec.options import DEFAULT_CALL_TIMEOUT, CheckOptions
 from policyspec.profiles import Profile, get_profile
 from policyspec.reports.build import assemble
 from policyspec.reports.report import Report
@@ -32,7 +32,7 @@ from policyspec.run.budget import units_of
 from policyspec.subject import Subject
 from policyspec.workers import Item, available_cores, forks, plan, run_items
 
-__all__ = ["check_target", "run_check", "shard_seed"]
+__all__ = ["check_target", "report_findings", "run_check", "shard_seed"]
 
 
 def check_target(
@@ -205,6 +205,24 @@ def run_check(
         report.notes.append("interrupted before the end: engines that ran: "
                             + (", ".join(r.engine for r in runs) or "none"))
     return report
+
+
+def report_findings(
+    subject: Subject, profile: Profile, run: EngineRun, *, capacity: int, units: float,
+    seed: int = 0, strict: bool = False,
+) -> Report:
+    """The report ``run_check`` makes of one engine's run, its findings
+    minimised and blamed with the count of replays a check of ``units``
+    work units has: for a front end that finds faults its own way
+    (``policyspec prove``), so that they are shown as check shows them."""
+    started = time.monotonic()
+    standins = installed() if subject.stand_in else contextlib.nullcontext(None)
+    with standins, Watchdog(DEFAULT_CALL_TIMEOUT) as watchdog:
+        failures = finish(subject, profile, [run], capacity=capacity, seed=seed,
+                          watchdog=watchdog,
+                          tries=round(max(MIN_MINIMISE_UNITS, units) * MINIMISE_TRIES))
+        return assemble(subject, profile, [run], failures, seed=seed, strict=strict,
+                        capacity=capacity, seconds=time.monotonic() - started)
 
 
 def shard_seed(seed: int, shard: tuple[int, int]) -> int:

@@ -1,7 +1,7 @@
 """faulty: EVICT-IDLE-ONLY (BUGS.md V9): evict takes every block whose
 ref_cnt is 0 or below, scanning all blocks, so a store still in flight
-(-1) is evicted and its slot reused while the worker writes it. The
-CrossHair canary of tests/test_prove.py."""
+(-1) is evicted and its slot reused while the worker writes it. With its
+hand-written pair (``--abstraction declared``)."""
 
 from __future__ import annotations
 

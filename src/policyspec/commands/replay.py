@@ -15,6 +15,7 @@ from policyspec.exits import EXIT_USAGE, UsageError
 from policyspec.protocols import API_HELP
 from policyspec.reports.report import Report
 from policyspec.reports.verdict import exit_code
+from policyspec.reports.write import add_report_flags, outputs_of, write_reports
 
 __all__ = ["add_parser"]
 
@@ -44,9 +45,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--api", help=API_HELP)
     parser.add_argument("--no-stand-in", action="store_true",
                         help="refuse to provide vLLM stand-in modules when vllm is missing")
-    parser.add_argument("--html-report", metavar="PATH",
-                        help="write a self-contained HTML page of the replay here: one row per "
-                        "case, each failing case with its timeline")
+    add_report_flags(parser)  # (the HTML page: one row per case, each failing one's timeline)
     parser.add_argument("-q", "--quiet", action="store_true", help="print failing cases only")
     parser.set_defaults(handler=run)
 
@@ -106,10 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
     report = replay_report(subject, profile, directory, results, strict=args.strict,
                            seconds=time.monotonic() - started)
-    if args.html_report:
-        from policyspec.reports.html import write_html_report
-
-        write_html_report(report, args.html_report, rows="case")
+    write_reports(report, outputs_of(args))  # (the exit code is the replay's, below)
     return _report(results, args, report)
 
 

@@ -1,14 +1,15 @@
 """Symbolic evidence with CrossHair: ``policyspec prove``.
 
 ``prove_model`` has CrossHair check the model's own PEP 316 contracts.
-``prove_target`` checks a policy: with an abstraction pair (``to_model``,
-``from_model``: policyspec.prove.abstraction) every operation is checked
-from a symbolic pre-state against the model, one operation at a time, which
-is where CrossHair is strong; without one, a bounded symbolic search over
-short call sequences, which is weaker and says so. Reports keep "confirmed
-over all paths" (within stated bounds), "no counterexample within budget"
-and "counterexample" (replayed, with a pytest test) apart. spec/prove.md
-is the user's guide.
+``prove_target`` checks a policy one operation of its revision at a time,
+from every symbolic pre-state within stated bounds, which is where CrossHair
+is strong: the pre-state is built and read back through the policy's own
+methods (the derived pair, policyspec.prove.derived), or, when asked for,
+through a hand-written abstraction pair (policyspec.prove.abstraction).
+Reports keep "confirmed over all paths" (a proof within the bounds), "no
+counterexample within budget" and "counterexample" (replayed, minimised as
+check minimises, with a pytest test) apart. spec/prove.md is the user's
+guide.
 """
 
 from policyspec.prove.abstraction import (

@@ -28,6 +28,7 @@ __all__ = [
     "ERROR",
     "MIN_SHARE",
     "NOT_CONFIRMED",
+    "SKIPPED",
     "STOPPED",
     "Budget",
     "Condition",
@@ -46,6 +47,9 @@ ERROR = "error"
 """CrossHair could not analyse (import error, precondition unsatisfiable...)."""
 STOPPED = "stopped"
 """The child was stopped at the run's deadline before it reported."""
+SKIPPED = "skipped"
+"""Not run to the end: another job found a counterexample first
+(``fail_fast``). Establishes nothing, and is no error."""
 
 _LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<level>info|error): (?P<text>.*)$")
 
@@ -72,6 +76,11 @@ class Budget:
     seconds: float
     conditions: int
     workers: int
+    iterations: int | None = None
+    """When set, each condition ends after this many CrossHair paths in a
+    row that reach no new code (``--max_uninteresting_iterations``), a
+    count that gives the same search on any machine; its share of the time
+    then only caps it."""
 
     @property
     def deadline(self) -> float:
@@ -125,14 +134,19 @@ class JobResult:
     stderr: str = ""
     share: float = 0.0
     """CPU seconds per condition this job was given."""
+    skipped: bool = False
+    """Stopped, or never started, because another job found a
+    counterexample (``run_jobs(fail_fast=True)``)."""
 
     @property
     def status(self) -> str:
         """The worst status of the job's conditions."""
+        found = {c.status for c in self.conditions}
+        if self.skipped and COUNTEREXAMPLE not in found:
+            return SKIPPED
         if self.returncode is None:
             return STOPPED
         order = (COUNTEREXAMPLE, ERROR, NOT_CONFIRMED, CONFIRMED)
-        found = {c.status for c in self.conditions}
         if not found:
             return ERROR if self.returncode != 0 else NOT_CONFIRMED
         return next(s for s in order if s in found)
@@ -158,13 +172,15 @@ def parse_output(stdout: str) -> list[Condition]:
     return found
 
 
-def _command(job: Job, share: float) -> list[str]:
+def _command(job: Job, share: float, iterations: int | None = None) -> list[str]:
+    bounds = [f"--max_uninteresting_iterations={iterations}"] if iterations else []
     return [
         sys.executable, "-m", "crosshair", "check", job.qualname,
         "--report_all",
         f"--analysis_kind={job.kind}",
         f"--per_condition_timeout={share:.3g}",
         f"--per_path_timeout={Budget.per_path(share):.3g}",
+        *bounds,
     ]
 
 
@@ -172,13 +188,19 @@ def run_jobs(
     jobs: Sequence[Job],
     budget: Budget,
     progress: Callable[[JobResult], None] | None = None,
+    *,
+    fail_fast: bool = False,
 ) -> list[JobResult]:
     """Run every job, ``budget.workers`` at a time, in the order given (put
-    the ones likely to end early first), until done or the deadline."""
+    the ones likely to end early first), until done or the deadline. With
+    ``fail_fast`` the first counterexample stops the children still running
+    and the jobs not started (their results say ``skipped``)."""
     start = time.monotonic()
     target_end, end = start + budget.seconds, start + budget.deadline
     lock = threading.Lock()
     remaining = [sum(job.conditions for job in jobs), len(jobs)]
+    found = threading.Event()
+    running: set[subprocess.Popen[str]] = set()
 
     def run(job: Job) -> JobResult:
         begun = time.monotonic()
@@ -186,21 +208,32 @@ def run_jobs(
             share = budget.share(target_end - begun, remaining[0], remaining[1])
             remaining[0] -= job.conditions
             remaining[1] -= 1
-        if end - begun <= 0:
-            return JobResult(job, [], 0.0, None, "not started before the deadline", share)
-        env = {**os.environ, **job.env}
-        try:
-            done = subprocess.run(
-                _command(job, share), capture_output=True, text=True, env=env,
-                timeout=end - begun, check=False,
+            if found.is_set():
+                return JobResult(job, [], 0.0, 1, "", share, skipped=True)
+            if end - begun <= 0:
+                return JobResult(job, [], 0.0, None, "not started before the deadline", share)
+            child = subprocess.Popen(
+                _command(job, share, budget.iterations), stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, env={**os.environ, **job.env},
             )
-        except subprocess.TimeoutExpired as exc:
-            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+            running.add(child)
+        try:
+            out, err = child.communicate(timeout=end - begun)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            out, _ = child.communicate()
             result = JobResult(job, parse_output(out), time.monotonic() - begun, None,
                                "stopped at the deadline", share)
         else:
-            result = JobResult(job, parse_output(done.stdout), time.monotonic() - begun,
-                               done.returncode, done.stderr[-4000:], share)
+            result = JobResult(job, parse_output(out), time.monotonic() - begun,
+                               child.returncode, err[-4000:], share,
+                               skipped=child.returncode < 0 and found.is_set())
+        with lock:
+            running.discard(child)
+            if fail_fast and result.status == COUNTEREXAMPLE and not found.is_set():
+                found.set()
+                for other in running:
+                    other.terminate()
         if progress is not None:
             progress(result)
         return result

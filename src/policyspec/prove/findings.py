@@ -3,7 +3,10 @@
 Every counterexample is replayed concretely, outside CrossHair, before it is
 reported: the replay confirms it (CrossHair can mis-analyse, TOOLS.md), gives
 the full story (state, call, what came back, what the spec requires), and
-yields the pytest test that reproduces it (policyspec.prove.repro).
+yields the pytest test that reproduces it (policyspec.prove.repro). Through
+the derived pair the replay is a trace of caller actions from a fresh
+policy, which goes through check's minimiser and blame like any finding of
+an engine (``policyspec.session.report_findings``) before it is shown.
 """
 
 from __future__ import annotations
@@ -16,15 +19,26 @@ from typing import Any
 
 from policyspec.model.state import State
 from policyspec.prove.calls import parse_call
-from policyspec.prove.canonical import decode
+from policyspec.prove.canonical import decode, past_of
 from policyspec.prove.commute import Divergence, ProofSubject, check_step
+from policyspec.prove.derived import derived_failure
 from policyspec.prove.proof_target import TargetSpec
 from policyspec.prove.repro import direct_test, model_test, reaching_trace, trace_test
-from policyspec.prove.traces import TRACE_KEYS, run_choices
 from policyspec.registry import load_registry
+from policyspec.reports.report import FailureReport
+from policyspec.reports.trace_record import decode_action
+from policyspec.run.result import EngineRun
+from policyspec.run.result import Finding as EngineFinding
+from policyspec.session import report_findings
 from policyspec.witness.reproduce import failure_of
+from policyspec.witness.steps import numbered
 
-__all__ = ["Finding", "model_finding", "refinement_finding", "trace_finding"]
+__all__ = ["MINIMISE_UNITS", "Finding", "derived_finding", "model_finding",
+           "refinement_finding"]
+
+MINIMISE_UNITS = 5.0
+"""The check budget, in work units, whose count of replays minimises one
+counterexample (``policyspec.session.report_findings``)."""
 
 
 @dataclass
@@ -40,6 +54,12 @@ class Finding:
     reproduced: bool
     how: str = ""
     """How the test reproduces it: a call sequence, the pair, the model."""
+    level: str = "MUST"
+    """The broken requirement's level: a SHOULD counts only with --strict."""
+    report: FailureReport | None = None
+    """As ``check`` reports it (minimised trace, snippet, trace as data),
+    for the JSON, JUnit and HTML reports; None for the model's and a
+    hand-written pair's findings, which have no minimised trace."""
 
 
 def _show_state(state: State) -> str:
@@ -77,7 +97,7 @@ def refinement_finding(
 ) -> Finding:
     """Replay ``op``'s counterexample and turn it into a finding."""
     _, call_args, _ = parse_call(message, {})
-    state, model_args = decode(op, call_args[0], call_args[1], call_args[2], call_args[3:])
+    state, model_args = decode(op, call_args)
     divergence = check_step(subject, op, state, model_args)
     if divergence is None:
         return Finding(op, "?", [f"CrossHair reported: {message}",
@@ -101,20 +121,39 @@ def refinement_finding(
     return Finding(op, divergence.requirement, _story(divergence), test, True, how)
 
 
-def trace_finding(subject: ProofSubject, spec: TargetSpec, message: str) -> Finding:
-    """Replay a call-sequence counterexample of the fallback search."""
+def derived_finding(
+    subject: ProofSubject, spec: TargetSpec, op: str, message: str
+) -> Finding:
+    """Replay ``op``'s counterexample through the derived pair, minimise its
+    trace as ``check`` does, and turn it into a finding."""
     _, call_args, _ = parse_call(message, {})
-    requirement, actions = run_choices(subject, list(call_args[0]))
-    if requirement is None:
-        return Finding("call sequences", "?", [f"CrossHair reported: {message}",
-                       "replayed concretely, nothing fails: not counted"], "", False)
-    lines = [f"calls:     {', '.join(map(repr, actions))}"]
-    story = f"CrossHair: the call sequence above breaks {requirement}."
-    soft = load_registry()[requirement].level != "MUST"
-    test = trace_test(spec.target, spec.profile, TRACE_KEYS, actions, requirement, story,
-                      spec.strict or soft)
-    return Finding("call sequences", requirement, lines, test, True,
-                   "a call sequence from a fresh policy")
+    state, model_args = decode(op, call_args)
+    past = past_of(op, call_args)
+    story = f"CrossHair: {_show_call(op, model_args)} from {_show_state(state)}"
+    if past:
+        story += f", key {len(state.refs)} stored and evicted before"
+    failure = derived_failure(subject, op, state, model_args, past)
+    if failure is None:
+        return Finding(op, "?", [f"CrossHair reported: {message}",
+                                 "replayed concretely, nothing fails: not counted"], "", False)
+    capacity = state.capacity if state.capacity is not None else len(state.refs) + 1
+    found = EngineFinding(failure.requirement, failure.message, failure.trace, "prove",
+                          capacity=capacity)
+    report = report_findings(subject.subject, subject.profile, EngineRun("prove", [found]),
+                             capacity=capacity, units=MINIMISE_UNITS, strict=spec.strict)
+    shown = report.failures[0]
+    shown.engine = f"prove ({op})"
+    trace = [decode_action(record) for record in shown.actions] or list(failure.trace)
+    soft = shown.level != "MUST"
+    test = trace_test(spec.target, spec.profile, capacity, trace, shown.requirement,
+                      f"{story}.", spec.strict or soft, minimised=True)
+    lines = [story, shown.message, f"minimal trace ({len(shown.trace)} steps, capacity "
+             f"{capacity}, minimised as check minimises):",
+             *(f"  {line}" for line in numbered(shown.trace))]
+    how = "the minimal call sequence from a fresh policy, in the harness"
+    if soft:
+        how += f" ({shown.requirement} is a {shown.level}: the test makes every failure fatal)"
+    return Finding(op, shown.requirement, lines, test, True, how, shown.level, shown)
 
 
 def model_finding(qualname: str, condition: str, message: str) -> Finding:

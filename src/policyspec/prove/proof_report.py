@@ -3,7 +3,10 @@
 "Confirmed over all paths" is the only outcome reported as proved, and only
 within the stated bounds; "not confirmed" is reported as no counterexample
 within the budget; every counterexample comes with its story and a pytest
-test.
+test. ``to_report`` gives the same run as a ``policyspec.report.Report``,
+so that ``check``'s writers make its JSON, JUnit and HTML reports: one row
+per obligation (as a replay has one per case), each counterexample as check
+reports a failure.
 """
 
 from __future__ import annotations
@@ -15,12 +18,21 @@ from policyspec.prove.crosshair_run import (
     COUNTEREXAMPLE,
     ERROR,
     NOT_CONFIRMED,
+    SKIPPED,
     STOPPED,
     Budget,
 )
 from policyspec.prove.findings import Finding
+from policyspec.reports import report as check_report
 
-__all__ = ["ObligationResult", "ProofReport"]
+__all__ = ["ObligationResult", "ProofReport", "obligation_id"]
+
+
+def obligation_id(name: str) -> str:
+    """An obligation's row id in the reports, in the form of a requirement
+    id (the JSON schema's): ``evict`` is PROVE-EVICT, ``model.evict``
+    PROVE-MODEL-EVICT."""
+    return "PROVE-" + name.upper().replace("_", "-").replace(".", "-")
 
 _WORDS = {
     CONFIRMED: "confirmed over all paths",
@@ -28,6 +40,7 @@ _WORDS = {
     COUNTEREXAMPLE: "COUNTEREXAMPLE",
     ERROR: "ERROR: CrossHair could not analyse it",
     STOPPED: "stopped at the deadline: nothing established",
+    SKIPPED: "not run to the end (--fail-fast: a counterexample was found elsewhere)",
 }
 
 
@@ -43,6 +56,11 @@ class ObligationResult:
     conditions: int
     confirmed: int
     detail: str = ""
+    bound: str = ""
+    """What the obligation covers, in words (operations: the arguments)."""
+    values: int = 0
+    """Legal values within the bounds: the paths an exhausted search ran
+    (0 when not counted)."""
 
 
 @dataclass
@@ -54,10 +72,17 @@ class ProofReport:
     results: list[ObligationResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
+    target: str = ""
+    profile: str = ""
+    api: str = ""
+    strict: bool = False
 
     @property
     def confirmed_findings(self) -> list[Finding]:
-        return [f for f in self.findings if f.reproduced]
+        """Reproduced findings that count: MUST ones, SHOULD ones with
+        ``strict``."""
+        return [f for f in self.findings
+                if f.reproduced and (self.strict or f.level == "MUST")]
 
     @property
     def verdict(self) -> str:
@@ -82,9 +107,12 @@ class ProofReport:
             f"policyspec prove: {self.title}",
             f"method:  {self.method}",
             *(f"bounds:  {line}" for line in self.bounds),
-            f"budget:  {b.seconds:g} s target, {b.workers} CrossHair processes at a time; "
+            f"budget:  {b.seconds:g} s target, {b.workers} CrossHair "
+            f"{'process' if b.workers == 1 else 'processes'} at a time; "
             f"{b.per_condition:.1f} CPU s per condition at first, more for later ones "
-            f"when earlier ones end early; deadline {b.deadline:.0f} s",
+            f"when earlier ones end early; deadline {b.deadline:.0f} s"
+            + (f"; each obligation ends after {b.iterations:,} paths in a row that reach no "
+               "new code" if b.iterations else ""),
             "",
         ]
         width = max((len(r.name) for r in self.results), default=10)
@@ -92,8 +120,9 @@ class ProofReport:
             words = _WORDS.get(r.status, r.status)
             if r.status == NOT_CONFIRMED and r.confirmed:
                 words += f"; {r.confirmed} of {r.conditions} conditions confirmed"
+            paths = f"; {r.values:,} paths" if r.status == CONFIRMED and r.values else ""
             out.append(f"  {r.name:<{width}}  {words}  [{r.seconds:.0f} s; "
-                       f"{r.share:.0f} CPU s per condition]")
+                       f"{r.share:.0f} CPU s per condition{paths}]")
             if r.detail:
                 out.append(f"  {'':<{width}}  {r.detail}")
         for finding in self.findings:
@@ -106,7 +135,8 @@ class ProofReport:
         if not finding.reproduced:
             return [f"NOT COUNTED ({finding.obligation}):",
                     *(f"  {line}" for line in finding.lines)]
-        lines = [f"COUNTEREXAMPLE ({finding.obligation}): {finding.requirement}",
+        lines = [f"COUNTEREXAMPLE ({finding.obligation}): {finding.requirement} "
+                 f"({finding.level})",
                  *(f"  {line}" for line in finding.lines),
                  f"  reproduced by: {finding.how}",
                  "  pytest test:",
@@ -114,6 +144,49 @@ class ProofReport:
         lines.extend(f"  {line}" if line else "" for line in finding.test.splitlines())
         lines.append("  " + "-" * 60)
         return lines
+
+    def to_report(self) -> check_report.Report:
+        """The run as ``check`` reports one (module docstring)."""
+        failed_in: dict[str, list[str]] = {}
+        for finding in self.confirmed_findings:
+            failed_in.setdefault(finding.obligation, []).append(finding.requirement)
+        rows = [self._row(r, failed_in.get(r.name, [])) for r in self.results]
+        failures: list[check_report.FailureReport] = []
+        for finding in self.confirmed_findings:
+            if finding.report is not None and all(
+                f.requirement != finding.report.requirement for f in failures
+            ):
+                failures.append(finding.report)
+        verdict = {"counterexample": "fail", "error": "error"}.get(self.verdict, "pass")
+        errors = [f"{r.name}: {_WORDS.get(r.status, r.status)}" + (f" ({r.detail})"
+                  if r.detail else "") for r in self.results if r.status in (ERROR, STOPPED)]
+        b = self.budget
+        return check_report.Report(
+            target=self.target or self.title, profile=self.profile, verdict=verdict,
+            requirements=rows, failures=failures,
+            stats={"seed": 0, "strict": self.strict, "seconds": round(self.seconds, 3),
+                   "calls": 0, "steps": 0, "examples": 0, "rows": "obligation",
+                   "prove": {"result": self.verdict, "method": self.method,
+                             "bounds": self.bounds, "budget_seconds": b.seconds,
+                             "workers": b.workers, "iterations": b.iterations}},
+            api=self.api, notes=[f"prove: {self.method}",
+                                 *(f"bounds: {line}" for line in self.bounds)],
+            errors=errors,
+        )
+
+    def _row(self, r: ObligationResult, broken: list[str]) -> check_report.RequirementStatus:
+        title = f"{r.name}({r.bound})" if r.bound else r.name
+        if broken:
+            status, reason = check_report.FAIL, f"counterexample: {', '.join(sorted(broken))}"
+        elif r.status == CONFIRMED:
+            status, reason = check_report.PASS, "every path explored within the bounds"
+        elif r.status == COUNTEREXAMPLE:
+            status, reason = check_report.NOT_TESTED, "CrossHair's counterexample did not replay"
+        else:
+            status, reason = check_report.NOT_TESTED, _WORDS.get(r.status, r.status)
+        checks = r.values if r.status == CONFIRMED else 0
+        return check_report.RequirementStatus(obligation_id(r.name), "MUST", self.profile,
+                                              title, status, checks, reason)
 
     def _summary(self) -> str:
         confirmed = [r.name for r in self.results if r.status == CONFIRMED]

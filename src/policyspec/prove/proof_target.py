@@ -1,10 +1,12 @@
 """From ``TARGET --profile --abstraction`` to a ``ProofSubject``.
 
 The target is loaded exactly as ``policyspec check`` loads it
-(``policyspec.adapters.load_subject``); the class behind the seed-API view
-is what the abstraction pair is looked up for. Profiles whose refinement
-keeps extra state (arc) cannot be proved one operation at a time from a
-model state alone, so only core and profiles without extra state apply.
+(``policyspec.adapters.load_subject``). Without ``--abstraction`` the
+derived pair is used (policyspec.prove.derived), for every profile; a
+hand-written pair (``--abstraction MODULE:NAME``, or ``declared``: the one
+the policy's module declares or registers, looked up for the class behind
+the seed-API view) maps to a model state only, so it serves core and the
+profiles whose refinement keeps no state of its own.
 
 The CrossHair child process rebuilds the same ``ProofSubject`` from the
 environment variables ``ENV_*`` (``from_environment``).
@@ -17,14 +19,20 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from policyspec.adapters import TargetError, load_subject
+from policyspec.adapters import TargetError, installed, load_subject
 from policyspec.adapters.seed import unwrap
 from policyspec.adapters.target import parse_target
 from policyspec.profiles import get_profile
-from policyspec.prove.abstraction import Abstraction, find_abstraction, load_abstraction
+from policyspec.prove.abstraction import (
+    MODULE_ATTRIBUTE,
+    Abstraction,
+    find_abstraction,
+    load_abstraction,
+)
 from policyspec.prove.commute import ProofSubject
 
 __all__ = [
+    "DECLARED",
     "ENV_ABSTRACTION",
     "ENV_PROFILE",
     "ENV_STRICT",
@@ -39,6 +47,10 @@ ENV_TARGET = "POLICYSPEC_PROVE_TARGET"
 ENV_PROFILE = "POLICYSPEC_PROVE_PROFILE"
 ENV_ABSTRACTION = "POLICYSPEC_PROVE_ABSTRACTION"
 ENV_STRICT = "POLICYSPEC_PROVE_STRICT"
+DECLARED = "declared"
+"""``--abstraction declared``: the hand-written pair the policy's module
+declares or registers (policyspec.prove.abstraction), instead of the
+derived one."""
 
 
 class ProveUsageError(Exception):
@@ -71,14 +83,16 @@ def load_proof_subject(spec: TargetSpec) -> ProofSubject:
     except ValueError as exc:
         raise ProveUsageError(str(exc)) from None
     refinement = profile.refinement
-    if refinement is not None and refinement.start(1) is not None:
+    if spec.abstraction and refinement is not None and refinement.start(1) is not None:
         raise ProveUsageError(
-            f"prove checks one operation from a model state; profile {spec.profile!r} keeps "
-            "refinement state the model state does not hold (use core or lru)"
+            f"a hand-written pair maps a policy to a model state only; profile "
+            f"{spec.profile!r} keeps refinement state beside it: leave --abstraction out "
+            "(the derived pair builds that state through the policy's own calls)"
         )
     try:
         subject = load_subject(spec.target)
-        cls = type(unwrap(subject.build(1)))
+        with installed():
+            cls = type(unwrap(subject.build(1)))
         parsed = parse_target(spec.target)
     except TargetError as exc:
         raise ProveUsageError(str(exc)) from None
@@ -87,12 +101,16 @@ def load_proof_subject(spec: TargetSpec) -> ProofSubject:
             f"{spec.target}: building the policy raised {type(exc).__name__}: {exc}"
         ) from None
     modules = _target_modules(parsed.location, parsed.is_file, parsed.attr, cls)
-    pair: Abstraction | None
+    pair: Abstraction | None = None
     try:
-        if spec.abstraction:
-            pair = load_abstraction(spec.abstraction, cls)
-        else:
+        if spec.abstraction == DECLARED:
             pair = find_abstraction(cls, modules)
+            if pair is None:
+                raise ProveUsageError(
+                    f"--abstraction {DECLARED}: {spec.target} declares no pair "
+                    f"({MODULE_ATTRIBUTE} in its module, or register_abstraction)")
+        elif spec.abstraction:
+            pair = load_abstraction(spec.abstraction, cls)
     except ValueError as exc:
         raise ProveUsageError(str(exc)) from None
     if pair is not None and parsed.is_file:

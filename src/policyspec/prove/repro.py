@@ -91,27 +91,35 @@ def _show_trace(trace: Sequence[Action]) -> str:
     return "\n".join(f"    {action!r}," for action in trace)
 
 
+_REACHING = """The trace reaches that state from a fresh policy through the calls vLLM's
+manager makes, makes the call, evicts every eligible key (so that order and
+eligibility show), then asks for one more eviction, which must fail. The
+harness raises the requirement broken."""
+_MINIMISED = """The trace is the minimal one from a fresh policy that still shows it (as
+check minimises a finding); the harness raises the requirement broken."""
+
+
 def trace_test(
     target: str, profile: str, capacity: int, trace: Sequence[Action], requirement: str,
-    story: str, strict: bool = False,
+    story: str, strict: bool = False, *, minimised: bool = False,
 ) -> str:
     """A pytest module replaying ``trace`` in the harness; ``strict``: every
     failure raises, SHOULD ones too (needed when the harness can only see
-    the fault through a SHOULD, such as EVICT-LIVENESS under core)."""
+    the fault through a SHOULD, such as EVICT-LIVENESS under core).
+    ``minimised``: the trace is check's minimal witness rather than the
+    reaching trace with its probes (``reaching_trace``)."""
     build = "Lockstep(load_subject(TARGET), get_profile(PROFILE), CAPACITY)"
     why = "\n"
     if strict:
         build = ("Lockstep(\n        load_subject(TARGET), get_profile(PROFILE), CAPACITY, "
                  "fatal=lambda requirement: True\n    )")
         why = "\nEvery failure is fatal here, SHOULD ones too.\n"
+    told = _MINIMISED if minimised else _REACHING
     return f'''"""`policyspec prove` found {requirement} (profile {profile}).
 
 {story}
 Policy: {portable_target(target)}
-The trace reaches that state from a fresh policy through the calls vLLM's
-manager makes, makes the call, evicts every eligible key (so that order and
-eligibility show), then asks for one more eviction, which must fail. The
-harness raises the requirement broken.{why}"""
+{told}{why}"""
 
 from policyspec.adapters import load_subject
 from policyspec.harness import Lockstep

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from policyspec.prove.canonical import MAX_KEYS, MAX_LIST, MAX_REF, OPERATIONS
+from policyspec.prove.canonical import legal_values
 from policyspec.prove.commute import ProofSubject
 from policyspec.prove.crosshair_run import (
     CONFIRMED,
@@ -30,10 +30,10 @@ from policyspec.prove.crosshair_run import (
     JobResult,
     run_jobs,
 )
-from policyspec.prove.findings import model_finding, refinement_finding, trace_finding
+from policyspec.prove.findings import derived_finding, model_finding, refinement_finding
+from policyspec.prove.operations import STATE_BOUND, bound_of, operations_of
 from policyspec.prove.proof_report import ObligationResult, ProofReport
 from policyspec.prove.proof_target import ProveUsageError, TargetSpec, load_proof_subject
-from policyspec.prove.traces import TRACE_KEYS, TRACE_STEPS
 
 __all__ = [
     "DEFAULT_MODEL_BUDGET",
@@ -57,10 +57,12 @@ exist: the arc refinement is optional)."""
 DEFAULT_MODEL_BUDGET = 300.0
 DEFAULT_TARGET_BUDGET = 240.0
 _OBLIGATIONS = "policyspec.prove.obligations"
-_COST_ORDER = ("clear", "get", "mark_evictable", "remove", "mark_non_evictable", "insert",
-               "touch", "evict")
-"""Obligations from the quickest to exhaust (measured on the reference LRU)
-to the ones that use their whole share."""
+_COST_ORDER = ("clear", "mark_non_evictable", "mark_evictable", "remove", "insert",
+               "on_store_miss", "get", "on_request_access", "evict", "touch",
+               "on_request_finished")
+"""Obligations from the fewest paths to the most (``legal_values``: 38 for
+mark_non_evictable, 3,232 for evict, 10,446 for on_request_finished), so
+that the ones that end early leave their time to the others."""
 
 Progress = Callable[[str], None]
 
@@ -103,7 +105,7 @@ def _workers(workers: int | None, jobs: int) -> int:
     return max(1, min(workers or os.cpu_count() or 1, jobs))
 
 
-def _summarise(result: JobResult) -> ObligationResult:
+def _summarise(result: JobResult, bound: str = "", values: int = 0) -> ObligationResult:
     confirmed = sum(1 for c in result.conditions if c.status == CONFIRMED)
     detail = ""
     if result.status in (ERROR, STOPPED):
@@ -112,7 +114,7 @@ def _summarise(result: JobResult) -> ObligationResult:
         detail = said[0] if said else stderr[-1] if stderr else ""
     return ObligationResult(result.job.name, result.status, result.seconds, result.share,
                             max(result.job.conditions, len(result.conditions)), confirmed,
-                            detail)
+                            detail, bound, values)
 
 
 def _reporter(progress: Progress | None) -> Callable[[JobResult], None] | None:
@@ -170,46 +172,38 @@ class TargetPlan:
     bounds: list[str]
 
     @property
-    def refinement(self) -> bool:
-        return self.subject.abstraction is not None
+    def derived(self) -> bool:
+        """The derived pair (else a hand-written one)."""
+        return self.subject.abstraction is None
 
 
 def plan_target(spec: TargetSpec, only: Sequence[str] = ()) -> TargetPlan:
-    """Load the policy and choose the obligations: refinement when it has an
-    abstraction pair, else the call-sequence fallback. ProveUsageError for
-    user mistakes."""
+    """Load the policy and choose its obligations: one per operation of its
+    revision (policyspec.prove.operations), through the derived pair unless
+    a hand-written one was asked for. ProveUsageError for user mistakes."""
     subject = load_proof_subject(spec)
-    unknown = [o for o in only if o not in OPERATIONS]
+    derived = subject.abstraction is None
+    available = operations_of(subject.subject, hooks=derived)
+    unknown = [o for o in only if o not in available]
     if unknown:
-        raise ProveUsageError(f"unknown operation {unknown[0]!r} for --only "
-                              f"(choose from: {', '.join(OPERATIONS)})")
+        raise ProveUsageError(f"unknown operation {unknown[0]!r} for --only (this policy's, "
+                              f"API {subject.subject.api}: {', '.join(available)})")
     env = spec.environment()
-    if subject.abstraction is None:
-        return TargetPlan(
-            subject,
-            [Job("call sequences", f"{_OBLIGATIONS}.explores_calls", "asserts", 1, env)],
-            "WEAKER FALLBACK: no abstraction pair was found, so CrossHair searches short call "
-            "sequences from a fresh policy; it is weak on sequences and finds shallow faults "
-            "only (register a pair: spec/prove.md)",
-            [f"at most {TRACE_STEPS} caller actions over {TRACE_KEYS} keys (capacity "
-             f"{TRACE_KEYS}), each one the caller contract allows at that point "
-             "(policyspec.prove.traces.options)"],
+    ops = [op for op in available if not only or op in only]
+    jobs = [Job(op, f"{_OBLIGATIONS}.refines_{op}", "asserts", 1, env) for op in ops]
+    if derived:
+        method = (
+            "one operation at a time from a symbolic pre-state, through the derived pair: the "
+            "state built by the calls vLLM's manager makes and read back by get and by "
+            "evictions on copies (policyspec.prove.derived), judged by the profile's model as "
+            f"check judges; API {subject.subject.api}"
         )
-    ops = [op for op in OPERATIONS if not only or op in only]
-    if not subject.subject.has("clear"):
-        ops = [op for op in ops if op != "clear"]
-    if not subject.subject.has("mark"):
-        ops = [op for op in ops if not op.startswith("mark")]
-    return TargetPlan(
-        subject,
-        [Job(op, f"{_OBLIGATIONS}.refines_{op}", "asserts", 1, env) for op in ops],
-        "refinement, one operation at a time from a symbolic pre-state, through the "
-        f"abstraction pair {subject.abstraction.origin}",
-        [f"pre-states the manager can leave: at most {MAX_KEYS} keys, every ref_cnt in "
-         f"-1..{MAX_REF}, any idle order (keys named canonically, policyspec.prove.canonical)",
-         f"touch and protected name at most {MAX_LIST} keys, present or absent; evict n up "
-         "to keys + 1"],
-    )
+    else:
+        origin = subject.abstraction.origin if subject.abstraction else ""
+        method = ("one operation at a time from a symbolic pre-state, through the hand-written "
+                  f"abstraction pair {origin}")
+    bounds = [STATE_BOUND, *(f"{op}: {bound_of(op)}" for op in ops)]
+    return TargetPlan(subject, jobs, method, bounds)
 
 
 def prove_target(
@@ -218,35 +212,48 @@ def prove_target(
     *,
     workers: int | None = None,
     only: Sequence[str] = (),
+    iterations: int | None = None,
+    fail_fast: bool = False,
     progress: Progress | None = None,
 ) -> ProofReport:
     """Check ``spec.target`` against its profile (``plan_target``) and
-    replay every counterexample. Raises ProveUsageError for user mistakes."""
+    replay every counterexample. ``iterations`` bounds each obligation by a
+    count of CrossHair paths that find nothing new (``--max_uninteresting_
+    iterations``) instead of its share of the budget, which then only caps
+    it; ``fail_fast`` stops every obligation at the first counterexample.
+    Raises ProveUsageError for user mistakes."""
     plan = plan_target(spec, only)
     if not plan.jobs:
         raise ProveUsageError(f"no operation of {spec.target} to check")
     parallel = _workers(workers, len(plan.jobs))
-    times = Budget(budget, len(plan.jobs), parallel)
-    # Likely to end early first, so that their time goes to touch and evict.
-    order = sorted(plan.jobs, key=lambda job: _COST_ORDER.index(job.name)
-                   if job.name in _COST_ORDER else len(_COST_ORDER))
+    times = Budget(budget, len(plan.jobs), parallel, iterations)
+    # Likely to end early first, so that their time goes to touch and evict;
+    # when the first counterexample ends the run, evict first: most faults
+    # show in one eviction.
+    costs = ("evict", *_COST_ORDER) if fail_fast else _COST_ORDER
+    order = sorted(plan.jobs, key=lambda job: costs.index(job.name)
+                   if job.name in costs else len(costs))
     start = time.monotonic()
-    by_name = {r.job.name: r for r in run_jobs(order, times, _reporter(progress))}
+    by_name = {r.job.name: r for r in run_jobs(order, times, _reporter(progress),
+                                               fail_fast=fail_fast)}
     results = [by_name[job.name] for job in plan.jobs]
     report = ProofReport(
         title=f"{spec.target}, profile {spec.profile}" + (" (strict)" if spec.strict else ""),
         method=plan.method, bounds=plan.bounds, budget=times,
+        target=spec.target, profile=spec.profile, api=plan.subject.subject.api,
+        strict=spec.strict,
     )
     for result in results:
-        report.results.append(_summarise(result))
+        op = result.job.name
+        count = len(legal_values(op)) if result.status == CONFIRMED else 0
+        report.results.append(_summarise(result, bound_of(op), count))
         for condition in result.conditions:
             if condition.status != COUNTEREXAMPLE:
                 continue
-            if plan.refinement:
-                report.findings.append(
-                    refinement_finding(plan.subject, spec, result.job.name, condition.text)
-                )
+            if plan.derived:
+                found = derived_finding(plan.subject, spec, result.job.name, condition.text)
             else:
-                report.findings.append(trace_finding(plan.subject, spec, condition.text))
+                found = refinement_finding(plan.subject, spec, result.job.name, condition.text)
+            report.findings.append(found)
     report.seconds = time.monotonic() - start
     return report

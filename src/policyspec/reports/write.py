@@ -50,7 +50,8 @@ def _junit(report: Report) -> str:
 def _html(report: Report) -> str:
     from policyspec.reports.html.run_page import render_run_page
 
-    return render_run_page(report)
+    # A replay's rows are cases, a prove run's its obligations (stats "rows").
+    return render_run_page(report, rows=str(report.stats.get("rows", "requirement")))
 
 
 def _markdown(report: Report) -> str:

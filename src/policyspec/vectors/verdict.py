@@ -185,7 +185,7 @@ def replay_report(
         requirements=rows,
         failures=failures,
         stats={"cases": len(results), "failed": len(failures), "seconds": round(seconds, 3),
-               "strict": strict, "directory": str(directory),
+               "rows": "case", "strict": strict, "directory": str(directory),
                "files": sorted({r.file for r in results})},
         api=subject.api,
         notes=list(subject.notes),

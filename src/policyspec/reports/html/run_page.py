@@ -22,11 +22,16 @@ from policyspec.reports.report import Report, verdict_caveat, write_atomic
 
 __all__ = ["render_run_page", "write_html_report"]
 
+_HEADINGS = {"case": "Cases", "obligation": "Obligations"}
+"""The heading of the table's rows: requirements, a replay's cases, or
+``prove``'s obligations (one per operation)."""
+
 
 def render_run_page(report: Report, *, rows: str = "requirement", source: str = "") -> str:
     """The page as text. ``rows="case"`` titles the table for a replay of
-    golden vectors, whose rows are cases; ``source`` names the JSON file the
-    report was read from, if any."""
+    golden vectors, whose rows are cases, ``rows="obligation"`` for a
+    ``prove`` run, whose rows are its obligations; ``source`` names the JSON
+    file the report was read from, if any."""
     failures = report.failures
     summary = ""
     if failures:
@@ -47,7 +52,7 @@ def render_run_page(report: Report, *, rows: str = "requirement", source: str = 
         f"{esc(verdict_caveat(report))}</p>{reason}{summary}</header>"
         f'<main><h2 id="run">Run</h2>{facts_list(report, source=source)}'
         f"{failed_part}"
-        f'<h2 id="requirements">{"Cases" if rows == "case" else "Requirements"}</h2>'
+        f'<h2 id="requirements">{_HEADINGS.get(rows, "Requirements")}</h2>'
         f"{requirements_table(report, rows=rows)}"
         f"{engines_table(report)}{notes_section(report)}</main>"
     )

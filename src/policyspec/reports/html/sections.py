@@ -112,15 +112,15 @@ def requirements_table(report: Report, prefix: str = "", *, rows: str = "require
             f"<td>{esc(req.level)}</td><td>{esc(req.profile)}</td>"
             f'<td class="num">{req.checks:,}</td><td>{prose(req.title)}{reason}</td></tr>'
         )
-    word = "Cases" if rows == "case" else "Requirements"
+    word = {"case": "Cases", "obligation": "Obligations"}.get(rows, "Requirements")
     caption = (f"{word} of profile {esc(report.profile)} ({len(report.requirements)}): "
                f"{esc(status_counts(report))}")
-    checks = "Expectations checked" if rows == "case" else "Checks"
+    checks = {"case": "Expectations checked", "obligation": "Paths"}.get(rows, "Checks")
     return (
         f'<table class="requirements"><caption>{caption}</caption><thead><tr>'
         f'<th scope="col">Status</th><th scope="col">{word[:-1]}</th><th scope="col">Level</th>'
         f'<th scope="col">Profile</th><th scope="col" class="num">{checks}</th>'
-        f'<th scope="col">{"Description" if rows == "case" else "Title"}</th></tr></thead>'
+        f'<th scope="col">{"Title" if rows == "requirement" else "Description"}</th></tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table>"
     )
 
