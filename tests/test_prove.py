@@ -305,7 +305,7 @@ def test_the_operations_are_the_revisions() -> None:
         vllm = load_subject(f"{VLLM / 'lru.py'}:LRUCachePolicy", api="R9")
         assert vllm.api == "R9" and operations_of(vllm) == (*SEED_OPERATIONS, *HOOKS)
         assert operations_of(vllm, hooks=False) == SEED_OPERATIONS
-    plain = replace(seed, api="R1", capabilities=frozenset())
+    plain = replace(seed, api="R1", capabilities=frozenset({"touch"}))
     assert operations_of(plain) == ("get", "insert", "remove", "touch", "evict")
     assert plan_target(TargetSpec(REFERENCE, "lru")).jobs[3].name == "touch"
 
