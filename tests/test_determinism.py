@@ -37,7 +37,7 @@ def fingerprint(report: Report) -> tuple[Any, ...]:
     work, and every failure's minimal trace."""
     engines = {name: (s["calls"], s["steps"], s["examples"])
                for name, s in sorted(report.stats["engines"].items())}
-    return (report.verdict, engines, report.stats["calls"],
+    return (report.verdict, report.errors, engines, report.stats["calls"],
             [(f.requirement, f.trace) for f in report.failures])
 
 
