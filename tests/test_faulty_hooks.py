@@ -1,6 +1,6 @@
 """The hook and request-state faults of tests/faulty/hooks/, each driven by
-hand through the emulated vLLM 0.33.0 manager beside the reference it was
-made from: the same calls give a different victim, a refused store, a
+hand through the emulated vLLM manager of its release (0.33.0, or 0.34.0
+for the R10 files) beside the reference it was made from: the same calls give a different victim, a refused store, a
 missing chunk or a raise, so every fault is real.
 
 tests/test_corpus.py runs the same files through ``policyspec check``
@@ -18,6 +18,8 @@ from typing import TypeVar
 import pytest
 
 from policyspec.reference import ARCCachePolicy, LRU033CachePolicy
+from policyspec.reference.arc import ARC034CachePolicy
+from policyspec.reference.lru034 import LRU034CachePolicy
 from policyspec.vllm.manager import Lookup, OffloadingManagerEmulation
 from policyspec.vllm.standins.keys import ReqContext
 from policyspec.vllm.traffic import BLOCK_TOKENS, request_key
@@ -43,9 +45,9 @@ class Scene:
     """A manager around one policy, with requests by name whose blocks sit
     at positions 16, 32, ... in the order they were named."""
 
-    def __init__(self, policy: type, chunks: int) -> None:
+    def __init__(self, policy: type, chunks: int, release: str = "0.33") -> None:
         self.policy = policy(cache_capacity=chunks)
-        self.manager = OffloadingManagerEmulation(self.policy, chunks)
+        self.manager = OffloadingManagerEmulation(self.policy, chunks, release=release)
         self.contexts: dict[str, ReqContext] = {}
 
     def ctx(self, name: str, *blocks: int) -> ReqContext:
@@ -68,16 +70,30 @@ class Scene:
     def done(self, name: str, *blocks: int) -> None:
         self.manager.complete_store([request_key(b, 0) for b in blocks], self.ctx(name))
 
+    def store_in_groups(self, name: str, block: int, *groups: int) -> list[tuple[int, int]] | None:
+        """prepare_store of one block in several KV-cache groups, at the
+        position its block number gives; the evicted (block, group) pairs."""
+        keys = [request_key(block, group) for group in groups]
+        context = self.ctx(name)
+        for key in keys:
+            context.set_offload_key_position(key, BLOCK_TOKENS * block)
+        out = self.manager.prepare_store(keys, context)
+        if out is None:
+            return None
+        return [(block_of(k), int.from_bytes(k[-4:], "big")) for k in out.evicted_keys]
+
     def stored(self, name: str, *blocks: int) -> list[int] | None:
         evicted = self.store(name, *blocks)
         self.done(name, *blocks)
         return evicted
 
+    def pin(self, name: str, *blocks: int) -> None:
+        """prepare_load: the blocks are being read until complete_load."""
+        self.manager.prepare_load([request_key(b, 0) for b in blocks], self.ctx(name, *blocks))
+
     def read(self, name: str, *blocks: int) -> None:
-        keys = [request_key(b, 0) for b in blocks]
-        context = self.ctx(name, *blocks)
-        self.manager.prepare_load(keys, context)
-        self.manager.complete_load(keys, context)
+        self.pin(name, *blocks)
+        self.manager.complete_load([request_key(b, 0) for b in blocks], self.ctx(name))
 
     def finish(self, name: str) -> None:
         self.manager.on_request_finished(self.ctx(name))
@@ -94,9 +110,12 @@ def on_other_thread(fn: Callable[[], T]) -> T:
     return out[0]
 
 
-def both(reference: type, stem: str, chunks: int, script: Callable[[Scene], T]) -> tuple[T, T]:
-    """The script's outcome on the reference and on the faulty file."""
-    return script(Scene(reference, chunks)), script(Scene(faulty(stem), chunks))
+def both(reference: type, stem: str, chunks: int, script: Callable[[Scene], T],
+         release: str = "0.33") -> tuple[T, T]:
+    """The script's outcome on the reference and on the faulty file, each
+    under the manager of ``release``."""
+    return (script(Scene(reference, chunks, release)),
+            script(Scene(faulty(stem), chunks, release)))
 
 
 # -- lru-0.33 order faults ---------------------------------------------------------
@@ -258,6 +277,64 @@ def test_an_arc_that_promotes_insertion_only_keys_evicts_from_t2() -> None:
         return s.store("c", 3)
 
     assert both(ARCCachePolicy, "arc033_promotes_insertion_only", 2, script) == ([2], [1])
+
+
+# -- vLLM 0.34 (R10): recency and frequency from the hooks only ---------------------
+
+
+def test_an_lru_that_finishes_group_by_group_evicts_a_head_before_a_tail() -> None:
+    def script(s: Scene) -> list[tuple[int, int]] | None:
+        for block in (1, 2):  # blocks 1 (head) and 2 (tail) in groups 0 and 1
+            s.store_in_groups("a", block, 0, 1)
+        s.manager.complete_store([request_key(b, g) for b in (1, 2) for g in (0, 1)], s.ctx("a"))
+        s.finish("a")
+        return s.store_in_groups("b", 3, 0, 1)  # two chunks of room: the two tails
+
+    reference, fault = both(LRU034CachePolicy, "lru034_finishes_group_by_group", 4, script,
+                            release="0.34")
+    assert reference is not None and sorted(reference) == [(2, 0), (2, 1)]
+    assert fault is not None and sorted(fault) == [(1, 0), (2, 0)]  # group 0's head
+
+
+def test_an_arc_that_promotes_insertion_only_keys_at_the_finish_evicts_from_t2() -> None:
+    def script(s: Scene) -> list[int] | None:
+        s.stored("p", 1)
+        s.read("q", 1)
+        s.finish("q")  # 1 reused: T2
+        s.stored("a", 2)
+        s.finish("a")  # 2 only inserted: stays in T1
+        return s.store("c", 3)
+
+    assert both(ARC034CachePolicy, "arc034_promotes_insertion_only", 2, script,
+                release="0.34") == ([2], [1])
+
+
+def test_an_arc_that_ignores_t2_ghosts_evicts_from_t2_with_the_old_target() -> None:
+    def script(s: Scene) -> list[int] | None:
+        # 1 reused (T2); 4, then 2, evicted from T1 and stored again: two B1
+        # ghost hits raise the target to 2, the second evicting 1 from T2 (a
+        # B2 ghost); 4 reused: T1 = [2], T2 = [4], target 2.
+        for name, block in zip("abcdefg", (1, 1, 4, 2, 4, 2, 4), strict=True):
+            s.stored(name, block)
+            s.finish(name)
+        # 1 stored again: vLLM's ARC lowers the target and evicts from T1
+        return s.store("h", 1)
+
+    assert both(ARC034CachePolicy, "arc034_ignores_t2_ghosts", 2, script,
+                release="0.34") == ([2], [4])
+
+
+def test_an_access_hook_that_frees_a_pinned_key_lets_a_store_evict_it() -> None:
+    def script(s: Scene) -> list[int] | None:
+        s.stored("a", 1)
+        s.finish("a")
+        s.stored("x", 3)
+        s.finish("x")
+        s.pin("b", 1)  # 1 is being read: its access must not free it
+        return s.store("c", 3, 2)  # 3 is offered, so protected: no idle key left
+
+    assert both(LRU034CachePolicy, "hook034_access_frees_in_flight", 2, script,
+                release="0.34") == (None, [1])
 
 
 def test_every_file_has_a_direct_test_and_a_corpus_header() -> None:
