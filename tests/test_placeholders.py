@@ -23,7 +23,7 @@ from policyspec.vllm.standins.placeholders import keeps
 FORK = Path(__file__).parent / "loading_fixtures" / "fork_r0"
 COUNTING = "counting_lru.py:CountingLRUPolicy"
 QUALIFIED = "vllm.v1.kv_offload.cpu.policies.abstract.PolicyStats"
-QUICK = ("--budget", "3", "--engine", "stateful", "--jobs", "1", "-q")
+QUICK = ("--budget", "3", "--engine", "stateful", "--engine", "manager", "--jobs", "1", "-q")
 
 
 def run_check(*args: str, cwd: Path = FORK) -> subprocess.CompletedProcess[str]:

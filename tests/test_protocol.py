@@ -87,7 +87,7 @@ def python_child(tmp_path: Path, body: str) -> str:
 @needs_node
 def test_blocks_come_back_as_the_very_objects_inserted(examples: Path) -> None:
     with ExecTarget(node(examples / "lru.js"), keys="hex") as target:
-        assert target.subject.capabilities == {"clear", "mark"}
+        assert target.subject.capabilities == {"clear", "mark", "touch"}
         policy = target.subject.build(4)
         key = target.subject.make_key
         block = target.subject.make_block(-1, 7)

@@ -46,11 +46,11 @@ def test_every_shipped_revision_type_checks_against_its_protocol(tmp_path: Path)
     mypy_api = pytest.importorskip("mypy.api")
     written = [_write(tmp_path, api)[0] for api in released()]
     broken = tmp_path / "broken.py"
-    # the newest revision's policy with touch missing its req_context: mypy must say so
+    # the newest revision's policy with a hook missing its req_context: mypy must say so
     newest = written[-1].read_text()
-    assert "def touch(self, keys: Iterable[Key], req_context: Any)" in newest
-    broken.write_text(newest.replace("def touch(self, keys: Iterable[Key], req_context: Any)",
-                                     "def touch(self, keys: Iterable[Key])"))
+    hook = "def on_request_access(self, keys: Iterable[Key], req_context: Any)"
+    assert hook in newest
+    broken.write_text(newest.replace(hook, "def on_request_access(self, keys: Iterable[Key])"))
     out, _err, status = mypy_api.run([
         "--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), "--no-error-summary",
         *map(str, written), str(broken),
@@ -58,7 +58,7 @@ def test_every_shipped_revision_type_checks_against_its_protocol(tmp_path: Path)
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert status == 1, out
     assert len(errors) == 1, out
-    assert errors[0].startswith(str(broken)) and 'Signature of "touch"' in errors[0]
+    assert errors[0].startswith(str(broken)) and 'Signature of "on_request_access"' in errors[0]
 
 
 def test_the_starting_policy_says_where_the_authors_choices_go(tmp_path: Path) -> None:

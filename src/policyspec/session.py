@@ -125,7 +125,7 @@ def run_check(
     options.validate()
     subject = subject.fitted(profile.api)
     say = progress or (lambda _msg: None)
-    units = units_of(options.budget)
+    units = units_of(options.budget) * subject.work_scale
     chosen = [ENGINES[e] for e in options.engines] if options.engines else [
         e for e in ENGINES.values() if e.default
     ]
@@ -185,6 +185,10 @@ def run_check(
             report = assemble(subject, profile, runs, failures, seed=options.seed,
                               strict=options.strict, capacity=options.capacity,
                               seconds=time.monotonic() - started, cap=cap)
+    if subject.work_scale != 1:
+        report.notes.append(
+            f"every policy call crosses a pipe: the budget's {units_of(options.budget):g} work "
+            f"units are scaled by {subject.work_scale:g} to {units:g} (spec/check.md, Budgets)")
     report.notes.extend(
         f"{e.name}: not run: the policy lacks the {e.needs!r} capability it drives "
         f"(API {subject.api})" for e in unserved)

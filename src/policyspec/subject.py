@@ -113,6 +113,10 @@ class Subject:
     process, which gets copies: a function giving what that process last
     reported about its own copies (None: nothing reported; "": unchanged; a
     sentence: what changed), see spec/protocol.md."""
+    work_scale: float = 1.0
+    """The share of a budget's work units this subject gets: 1 in this
+    process; ``run.budget.PIPE_SCALE`` for a policy whose every call crosses
+    a pipe (run.budget)."""
     environment: Callable[[], Environment] = LocalEnvironment
     """Makes the clock and random stream of a policy instance about to be
     built (``policyspec.environment``): in this process by default; a policy in

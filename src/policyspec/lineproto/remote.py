@@ -19,6 +19,7 @@ from typing import Any
 from policyspec.environment import run_seed
 from policyspec.harness.shapes import shape_of
 from policyspec.lineproto.child import PROTOCOL, Child, ChildError
+from policyspec.run.budget import PIPE_SCALE
 from policyspec.subject import ALL_CAPABILITIES, Subject, offload_key
 
 __all__ = [
@@ -203,6 +204,7 @@ class ExecTarget:
             capabilities=capabilities,
             argument_report=self.take_args_report,
             environment=self.environment,
+            work_scale=PIPE_SCALE,
             notes=(f"policy {name!r} in a child process (spec/protocol.md, keys as {keys})",),
         )
 

@@ -10,14 +10,18 @@ budget is the same work everywhere: a slow policy, a busy machine or
 ``--jobs 1`` take longer, never do less.
 
 ``quick``, ``standard`` and ``deep`` are 15, 50 and 240 units; a number is
-taken as units (``--budget 5``: a third of quick).
+taken as units (``--budget 5``: a third of quick). A policy in another
+process (``--exec``, ``--isolate``) pays a pipe round trip per call, an
+order of magnitude more than a call in this process: it gets ``PIPE_SCALE``
+of the units (``Subject.work_scale``), so that quick stays quick. The scale
+is a property of the target, never of the machine.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["BUDGETS", "Budget", "units_of"]
+__all__ = ["BUDGETS", "PIPE_SCALE", "Budget", "units_of"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,11 @@ BUDGETS = {
     "standard": Budget("standard", 50.0),
     "deep": Budget("deep", 240.0),
 }
+
+
+PIPE_SCALE = 1 / 16
+"""The share of a budget's units for a policy whose calls cross a pipe
+(module doc; benchmarks/results.txt, budgets, has the rates)."""
 
 
 def units_of(budget: str | float) -> float:
