@@ -255,7 +255,7 @@ def _run_driver(
             while done < steps:
                 # The watchdog's clock restarts every chunk, not every call:
                 # a chunk of fast calls is far below any call time limit.
-                watch.since = monotonic()
+                watch.restart()
                 end = min(steps, done + SWEEP_EVERY)
                 chunks += 1
                 if threads and chunks % 2 == 0:
@@ -401,7 +401,7 @@ def _play_long(
     try:
         swept = 0
         while done < steps and not capped(cap):
-            watch.since = monotonic()
+            watch.restart()
             done = _play(driver, draw, runs, kinds, done, min(steps, done + LONG_CHUNK),
                          must, soft, size, sightings)
             peak = max(peak, len(driver.oracle.refs))

@@ -295,7 +295,7 @@ class Player:
             for run in scenario_runs(scenario, capacity, view,
                                      with_touch=self.subject.has("touch")):
                 runs.append(run)
-                watch.since = monotonic()
+                watch.restart()
                 kind = run[0]
                 try:
                     done = Driver.HANDLERS[kind](driver, run)
@@ -305,7 +305,7 @@ class Player:
                     current_sightings().saw(found.requirement, driver.calls)
                     done = len(actions_of(run))
                 kinds[kind] = kinds.get(kind, 0) + done
-            watch.since = monotonic()
+            watch.restart()
             driver.sweep()
         except Difference as found:
             difference = found

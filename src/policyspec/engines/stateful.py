@@ -630,7 +630,7 @@ def run_stateful(
     # The clock rule only for a policy that reads a clock (engines.clock_steps):
     # a rule more changes every draw of the machine.
     base = ClockedPolicyMachine if reads_clock(subject, capacity) else PolicyMachine
-    small = round(planned * SMALL_SHARE) if drawn else 0
+    small = min(planned, max(SMALL_LEAST, round(planned * SMALL_SHARE))) if drawn else 0
     if small:
         # Small examples only first, as this engine ran before sizes were
         # drawn: what shows at 16 or 64 blocks is found there as soon (on a
@@ -659,6 +659,12 @@ def run_stateful(
 SMALL_SHARE = 0.4
 """The share of the stateful engine's examples that are small only (16 or
 the run's capacity, as before sizes were drawn)."""
+
+SMALL_LEAST = 12
+"""Small examples come first however small the budget (a child's budget is
+scaled down, run.budget): a fault found first in a large example brings a
+witness of a thousand steps, whose every replay costs a pipe round trip per
+call."""
 
 RATE = 52.0
 """Examples per work unit (run.budget): calibrated in

@@ -3,11 +3,16 @@ return (API-RETURNS).
 
 The harness marks every policy call by writing ``op`` and ``since`` on
 ``current`` before it and clearing ``op`` after it (attribute writes, cheap
-enough for the fast engine). The watchdog wakes a few times
-per limit; when one call has been running for longer than the limit it
-sends SIGALRM to the main thread, whose handler raises ``CallTimeout``
-inside the policy's code. Only available on the main thread of a POSIX
-process; elsewhere the limit is not enforced (and the report says so).
+enough for the fast engine, which marks a chunk of calls at once). The
+limit is CPU time of this process, not wall time: a machine busy with other
+work slows a call's wall time, never its CPU time, so whether a call
+overran does not depend on the load (a verdict must not). A call that
+blocks without using CPU (a deadlock) is caught by wall time instead, at
+``WALL_FACTOR`` times the limit. The watchdog wakes a few times per limit;
+when one call has overrun it sends SIGALRM to the main thread, whose
+handler raises ``CallTimeout`` inside the policy's code. Only available on
+the main thread of a POSIX process; elsewhere the limit is not enforced
+(and the report says so).
 """
 
 from __future__ import annotations
@@ -16,10 +21,14 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from time import monotonic
+from time import monotonic, process_time
 from types import FrameType, TracebackType
 
-__all__ = ["CallTimeout", "Watchdog", "current"]
+__all__ = ["WALL_FACTOR", "CallTimeout", "Watchdog", "current"]
+
+WALL_FACTOR = 10
+"""A call that has used less CPU than the limit is still ended once its
+wall time reaches this many limits (module doc)."""
 
 
 class CallTimeout(BaseException):
@@ -35,6 +44,7 @@ class _Current:
     def __init__(self) -> None:
         self.op: str | None = None
         self.since = 0.0
+        """The process's CPU time (``process_time``) when the call began."""
         self.limit = 0.0
         """Seconds a call may take; the watchdog reads it on every tick, so
         it can be lowered while a hang is being shrunk. 0 while no watchdog
@@ -43,12 +53,16 @@ class _Current:
     def begin(self, op: str) -> None:
         """A policy call of ``op`` starts now. The clock is read only while
         a watchdog runs: under CrossHair (``prove``) every read is a
-        symbolic value whose paths the search pays for. (``monotonic`` is
-        the real clock, taken when this module was imported: a policy's
+        symbolic value whose paths the search pays for. (``process_time``
+        is the real clock, taken when this module was imported: a policy's
         clock is virtual while its calls run, policyspec.environment.)"""
         self.op = op
         if self.limit:
-            self.since = monotonic()
+            self.since = process_time()
+
+    def restart(self) -> None:
+        """The marked call (or chunk of calls) starts over now."""
+        self.since = process_time()
 
 
 current = _Current()
@@ -106,12 +120,21 @@ class Watchdog:
 
     def _watch(self, main_ident: int | None) -> None:
         tick = min(0.1, self.limit / 4)
+        seen: tuple[str, float] | None = None
+        seen_at = monotonic()
         while not self._stop.wait(tick):
             op, since = current.op, current.since
-            late = monotonic() - since > current.limit
-            if op is not None and main_ident is not None and late:
+            if op is None or main_ident is None:
+                seen = None
+                continue
+            now = monotonic()
+            if (op, since) != seen:  # a new call: its wall time starts now
+                seen, seen_at = (op, since), now
+            late = (process_time() - since > current.limit
+                    or now - seen_at > current.limit * WALL_FACTOR)
+            if late:
                 signal.pthread_kill(main_ident, signal.SIGALRM)
-                current.since = monotonic()  # re-arm if the policy swallows it
+                current.since = process_time()  # re-arm if the policy swallows it
 
 
 def _raise_timeout(signum: int, frame: FrameType | None) -> None:
