@@ -19,7 +19,7 @@ from hypothesis.stateful import get_state_machine_test
 from test_corpus import FAULTY, load_policy, read_header
 
 from policyspec.adapters import subject_for_class
-from policyspec.engines.fast import LONG_FIRST, run_fast
+from policyspec.engines.fast import LONG_COST, LONG_FIRST, run_fast
 from policyspec.engines.manager import manager_machine, run_manager
 from policyspec.engines.stateful import (
     SMALL_CAPACITY,
@@ -124,7 +124,7 @@ def test_a_fixed_capacity_is_every_stateful_example_s_and_makes_no_long_fast_run
     subject = subject_for_class(LRUCachePolicy)
     run = run_stateful(subject, CORE, 2.0, 0, 100, fixed=True)
     assert run.counts["largest_capacity"] == 100 and "large_examples" not in run.counts
-    fast = run_fast(subject, CORE, 0, 0, 64, examples=LONG_FIRST + 2, fixed=True)
+    fast = run_fast(subject, CORE, 0, 0, 64, examples=LONG_FIRST + LONG_COST, fixed=True)
     assert "long_runs" not in fast.counts
     options = CheckOptions(budget=3.0, seed=0, engines=("stateful", "manager", "fast"),
                            capacity=100, capacity_fixed=True, jobs=2)
@@ -137,7 +137,8 @@ def test_a_fixed_capacity_is_every_stateful_example_s_and_makes_no_long_fast_run
 
 
 def test_the_fast_engine_makes_a_long_run_at_a_capacity_of_10_5() -> None:
-    run = run_fast(subject_for_class(LRUCachePolicy), CORE, 0, 0, 64, examples=LONG_FIRST + 1)
+    run = run_fast(subject_for_class(LRUCachePolicy), CORE, 0, 0, 64,
+                   examples=LONG_FIRST + LONG_COST)  # room for one long run
     assert run.error is None and not run.findings
     assert run.counts["long_runs"] == 1
     assert run.counts["largest_keys"] > 10**4 * 8, run.counts  # most of 10^5 blocks

@@ -26,11 +26,10 @@ from policyspec.registry import load_registry
 HERE = Path(__file__).parent
 BUDGET = "3"
 NIGHTLY_BUDGET = "quick"
-"""The engines are bounded by the clock: an id found near the end of a
-3-second run may be missed by the other process on a busy machine. The
-whole-corpus run gives them the quick budget, where each corpus finding is
-made well inside its engine's share (a file whose header asks for more,
-``budget=``, gets that: its fault needs long histories)."""
+"""A budget is work, so both front ends do the same work at any budget;
+the whole-corpus run gives every file the quick budget, where each corpus
+finding is made (a file whose header asks for more, ``budget=``, gets
+that: its fault needs long histories)."""
 SEED = "7"
 SAMPLE = (
     "correct/lazy_vllm_import.py", "correct/fifo.py", "faulty/v01_ignores_protected.py",
@@ -137,12 +136,10 @@ def test_check_and_pytest_give_the_same_verdict(name: str, tmp_path: Path) -> No
 def test_a_should_fails_both_only_when_strict(tmp_path: Path) -> None:
     """A correct design that breaks a SHOULD: both front ends pass it and
     show the SHOULD; both fail it, on that id, when strict."""
-    # At the quick budget: at 3 s a SHOULD first seen near the end of one
-    # process's run was missed by the other on CI's loaded machine.
     name = "correct/admission_gate.py"
-    verdict, failing, shown = _compare(name, tmp_path, NIGHTLY_BUDGET)
+    verdict, failing, shown = _compare(name, tmp_path)
     assert (verdict, failing) == ("pass", set()) and shown, (verdict, failing, shown)
-    assert _compare(name, tmp_path, NIGHTLY_BUDGET, strict=True) == ("fail", shown, set())
+    assert _compare(name, tmp_path, strict=True) == ("fail", shown, set())
 
 
 ALL = sorted(
