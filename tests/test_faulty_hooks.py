@@ -1,7 +1,8 @@
 """The hook and request-state faults of tests/faulty/hooks/, each driven by
 hand through the emulated vLLM manager of its release (0.33.0, or 0.34.0
-for the R10 files) beside the reference it was made from: the same calls give a different victim, a refused store, a
-missing chunk or a raise, so every fault is real.
+for the R10 files) beside the reference it was made from: the same calls
+give a different victim, a refused store, a missing chunk or a raise, so
+every fault is real.
 
 tests/test_corpus.py runs the same files through ``policyspec check``
 under the ids their headers name.

@@ -104,7 +104,8 @@ def test_diff_of_two_runs_of_one_target_shows_the_changed_rows(
     assert any("LRU-EVICT-ORDER" in row.text and "now fails" in row.text for row in body)
     text = summary.read_text()
     assert "### What changed from before to after" in text
-    assert "| LRU-EVICT-ORDER | ✓ PASS | ✗ FAIL | now fails: evict(2, set()) returned [1, 0]" in text
+    assert ("| LRU-EVICT-ORDER | ✓ PASS | ✗ FAIL | now fails: evict(2, set()) returned [1, 0]"
+            in text)
 
 
 def test_runs_of_one_target_are_compared_with_the_previous_one(
