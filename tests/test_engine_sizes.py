@@ -93,6 +93,7 @@ def _examples(machine: type[CheckedMachine], examples: int, steps: int) -> Count
     return machine.stats.capacities
 
 
+@pytest.mark.slow  # hundreds of examples at capacities up to 10^4
 def test_stateful_examples_draw_large_capacities_and_call_with_thousands_of_keys() -> None:
     sizes = _examples(policy_machine(subject_for_class(_Lengths), CORE, capacity=64,
                                      drawn=drawn_capacities(64, fixed=False)), 300, 60)
@@ -103,6 +104,7 @@ def test_stateful_examples_draw_large_capacities_and_call_with_thousands_of_keys
     assert longest["n"] >= 128, longest
 
 
+@pytest.mark.slow  # hundreds of manager examples at large capacities
 def test_manager_examples_draw_large_capacities_with_long_prompts() -> None:
     """The manager machine (the other Hypothesis engine) draws its cache size
     per example too: long prompts touch a thousand keys and one
@@ -174,6 +176,7 @@ def test_smaller_capacities_start_at_the_fullest_the_trace_gets() -> None:
     assert set(THRESHOLDS) >= {63, 64, 65, 255, 256, 257, 4095, 4096, 4097}
 
 
+@pytest.mark.slow  # 20 work units of the stateful engine
 def test_a_stateful_size_finding_keeps_the_capacity_that_shows_it() -> None:
     header = read_header(FAULTY / "size_touch_bulk_makes_busy_idle.py")
     subject = subject_for_class(load_policy(header.path))
