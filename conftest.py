@@ -5,8 +5,10 @@ Python blocks run in one namespace per page, in order. Shell blocks run
 with ``bash -e`` in one scratch directory per page (so a file one block
 writes is there for the next), with this interpreter's scripts first on
 PATH and links to the repository's examples/, conformance/ and tests/,
-as in a clone. An HTML comment just before a shell block says what is
-expected of it (spec/about.md):
+as in a clone. A page's blocks depend on each other (a skip comment, a
+namespace, a file one block writes), so pages run in one process: the
+test command runs ``pytest spec README.md`` without ``-n``. An HTML comment
+just before a shell block says what is expected of it (spec/about.md):
 
 * ``<!-- docs: exit 1 -->``: the block's last command exits 1 (default 0);
 * ``<!-- docs: slow -->``: it takes long (a check at the default budget),
