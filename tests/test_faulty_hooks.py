@@ -268,7 +268,12 @@ def test_an_arc_that_adapts_in_insert_evicts_with_the_old_target() -> None:
     assert both(ARCCachePolicy, "arc033_adapts_in_insert", 3, script) == ([3], [1])
 
 
-def test_an_arc_that_promotes_insertion_only_keys_evicts_from_t2() -> None:
+@pytest.mark.parametrize(("reference", "stem", "release"), [
+    (ARCCachePolicy, "arc033_promotes_insertion_only", "0.33"),
+    (ARC034CachePolicy, "arc034_promotes_insertion_only", "0.34"),
+], ids=["0.33", "0.34"])
+def test_an_arc_that_promotes_insertion_only_keys_evicts_from_t2(
+        reference: type, stem: str, release: str) -> None:
     def script(s: Scene) -> list[int] | None:
         s.stored("p", 1)
         s.read("q", 1)
@@ -277,7 +282,7 @@ def test_an_arc_that_promotes_insertion_only_keys_evicts_from_t2() -> None:
         s.finish("a")  # 2 only inserted: stays in T1
         return s.store("c", 3)
 
-    assert both(ARCCachePolicy, "arc033_promotes_insertion_only", 2, script) == ([2], [1])
+    assert both(reference, stem, 2, script, release=release) == ([2], [1])
 
 
 # -- vLLM 0.34 (R10): recency and frequency from the hooks only ---------------------
@@ -295,19 +300,6 @@ def test_an_lru_that_finishes_group_by_group_evicts_a_head_before_a_tail() -> No
                             release="0.34")
     assert reference is not None and sorted(reference) == [(2, 0), (2, 1)]
     assert fault is not None and sorted(fault) == [(1, 0), (2, 0)]  # group 0's head
-
-
-def test_an_arc_that_promotes_insertion_only_keys_at_the_finish_evicts_from_t2() -> None:
-    def script(s: Scene) -> list[int] | None:
-        s.stored("p", 1)
-        s.read("q", 1)
-        s.finish("q")  # 1 reused: T2
-        s.stored("a", 2)
-        s.finish("a")  # 2 only inserted: stays in T1
-        return s.store("c", 3)
-
-    assert both(ARC034CachePolicy, "arc034_promotes_insertion_only", 2, script,
-                release="0.34") == ([2], [1])
 
 
 def test_an_arc_that_ignores_t2_ghosts_evicts_from_t2_with_the_old_target() -> None:
