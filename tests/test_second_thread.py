@@ -12,6 +12,7 @@ import pytest
 from policyspec.adapters import subject_for_class
 from policyspec.engines.fast import run_fast
 from policyspec.harness import Lockstep
+from policyspec.harness.lockstep import THREAD_EVERY
 from policyspec.harness.second_thread import on_second_thread
 from policyspec.profiles import get_profile
 from policyspec.reference import LRU033CachePolicy
@@ -36,9 +37,9 @@ def test_jobs_run_on_another_thread_and_hand_back_results_and_errors() -> None:
 def test_many_harnesses_with_threads_leave_no_threads_behind() -> None:
     before = threading.active_count()
     for _ in range(200):
-        harness = Lockstep(LRU_033, CORE, 4)
+        harness = Lockstep(LRU_033, CORE, THREAD_EVERY)
         assert harness.threads
-        harness.run([("insert", 0, 0), ("insert", 1, 0), ("touch", (0, 1))])
+        harness.run([("insert", k, 0) for k in range(THREAD_EVERY)] + [("touch", (0, 1))])
         assert harness.checked["API-ANY-THREAD"] >= 1
     assert threading.active_count() <= before + 1
 

@@ -290,9 +290,9 @@ ENGINES = (
     # ARC's ghosts and target on small caches over a large key pool
     # (ARC-EVICT-GHOSTS, ARC-STORE-MISS-ADAPT, ARC-CLEAR-RESET): the other
     # engines' pools hide them.
-    Engine("arc-memory", run, 0.3, only_for="arc"),
+    Engine("arc-memory", run, 0.3, only_for="arc", parts=2),
     # The same sessions for the request-ranked LRU (vLLM 0.33 and 0.34),
     # with placed keys, hits among misses and request ids reused after a
     # clear (LRU033-CLEAR-RESET).
-    Engine("request-memory", run_ranked, 0.3, only_for="lru-0.33"),
+    Engine("request-memory", run_ranked, 0.3, only_for="lru-0.33", parts=2),
 )

@@ -41,7 +41,7 @@ that the model's caller contract forbids, or a ``ref_cnt`` write the
 actions cannot express, is an engine error, never a verdict: the spec or
 the emulation is wrong.
 
-The second thread: the harness runs every other action on a thread of its
+The second thread: the harness runs one action in THREAD_EVERY on a thread of its
 own (serialized), as for every engine on a revision with hooks; the
 traffic's own second thread is not used, so that a call that hangs is
 stopped by the watchdog on the thread that waits for it (API-RETURNS).

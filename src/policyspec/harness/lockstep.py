@@ -38,7 +38,16 @@ from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
-__all__ = ["STEP_BACK", "Lockstep", "block_id_of", "unobservable", "unseen_in_process"]
+__all__ = ["STEP_BACK", "THREAD_EVERY", "Lockstep", "block_id_of", "unobservable",
+           "unseen_in_process"]
+
+THREAD_EVERY = 8
+"""One action in this many runs on the second thread (API-ANY-THREAD). A
+policy with state per thread shows it as soon as state one thread wrote is
+read on the other, which a run of seven actions on one thread and one on
+the other does as well as alternating; each hand-over costs a thread wake-up
+(benchmarks/results.txt, second thread), which alternating paid on half of
+all actions."""
 
 
 def unseen_in_process(subject: Subject) -> dict[str, str]:
@@ -133,9 +142,9 @@ class Lockstep:
         """The ``ReqContext`` of each model request (made once, kept across
         clears as vLLM's request contexts are)."""
         self.threads = subject.has("hooks") if threads is None else threads
-        """Every other action runs on a second thread (serialized), as
-        0.33's poll thread calls a policy: on by default where the revision
-        has the request hooks."""
+        """One action in ``THREAD_EVERY`` runs on a second thread
+        (serialized), as 0.33's poll thread calls a policy: on by default
+        where the revision has the request hooks."""
         self._actions = 0
         self.sightings = sightings_now()
 
@@ -175,7 +184,7 @@ class Lockstep:
         environment = self.environment
         outer = environment.enter()
         try:
-            if self.threads and self._actions % 2 == 0:
+            if self.threads and self._actions % THREAD_EVERY == 0:
                 self.checked["API-ANY-THREAD"] += 1
                 return self._on_worker(action)
             return self._expanded(action)

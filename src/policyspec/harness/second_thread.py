@@ -2,7 +2,7 @@
 
 vLLM 0.33 calls a policy from the scheduler's thread and from the poll
 thread that finishes stores, one at a time under the manager's lock
-(API-ANY-THREAD). An engine plays that by handing every other job to a
+(API-ANY-THREAD). An engine plays that by handing some of its jobs to a
 second thread and waiting for it: the calls stay serialized and the policy
 sees two thread identities, as in vLLM.
 
