@@ -39,3 +39,14 @@ def test_the_environment_benchmark_measures_its_three_figures() -> None:
     timed, base, calls = lockstep_overhead(repeats=1)
     assert timed > 0 and base > 0 and calls > 0
     assert all(ns > 0 for ns in clock_reads(reads=100, repeats=1))
+
+
+def test_the_second_thread_benchmark_does_the_same_work_at_every_setting() -> None:
+    from benchmarks.second_thread import NEVER, measure
+    from policyspec.harness import lockstep
+
+    setting = lockstep.THREAD_EVERY
+    figures = [measure(every, 0.02) for every in (2, setting, NEVER)]
+    assert len({calls for _, _, calls in figures}) == 1 and figures[0][2] > 0
+    assert all(wall > 0 and cpu > 0 for wall, cpu, _ in figures)
+    assert lockstep.THREAD_EVERY == setting  # each run puts the setting back
