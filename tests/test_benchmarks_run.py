@@ -49,4 +49,4 @@ def test_the_second_thread_benchmark_does_the_same_work_at_every_setting() -> No
     figures = [measure(every, 0.02) for every in (2, setting, NEVER)]
     assert len({calls for _, _, calls in figures}) == 1 and figures[0][2] > 0
     assert all(wall > 0 and cpu > 0 for wall, cpu, _ in figures)
-    assert lockstep.THREAD_EVERY == setting  # each run puts the setting back
+    assert setting == lockstep.THREAD_EVERY  # each run puts the setting back
