@@ -28,10 +28,6 @@ from policyspec.vllm.drift import (
 )
 from policyspec.vllm.drift.known import REVISION_NAME
 
-R10_DRIVEN = "R10" in REVISIONS
-"""Until R10 lands in protocols.REVISIONS, vLLM 0.34.0 is a recorded
-revision policyspec cannot drive: exit 1, saying so."""
-
 
 def drift(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:
     code = main(["drift", *args])
@@ -49,10 +45,20 @@ def test_a_033_tree_is_revision_r9(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_a_034_tree_is_revision_r10(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = drift(capsys, str(write_tree(tmp_path, "0.34")))
     assert f"vLLM 0.34.0 ({tmp_path}) is API revision R10" in out[0]
-    if R10_DRIVEN:
-        assert code == 0 and len(out) == 1, out
-    else:
-        assert code == 1 and "cannot drive yet" in out[0], out
+    assert code == 0 and len(out) == 1, out
+
+
+def test_a_recorded_revision_policyspec_cannot_drive_is_exit_1_saying_so(
+    tmp_path: Path,
+) -> None:
+    """A fingerprint recorded before the revision is driven (as R10's was,
+    before protocols.REVISIONS had it): the user is told to upgrade."""
+    files = open_vllm(str(write_tree(tmp_path, "0.34")))
+    drives = {name: revision for name, revision in REVISIONS.items() if name != "R10"}
+    outcome = judge(read_fingerprint(files), files.label, known_fingerprints(), drives)
+    assert outcome.exit_code == 1 and not outcome.differences
+    assert "is API revision R10" in outcome.lines()[0]
+    assert "cannot drive yet" in outcome.lines()[0] and "upgrade" in outcome.lines()[1]
 
 
 def test_the_kv_offload_directory_itself_and_a_later_patch_release_are_read(
