@@ -227,3 +227,24 @@ def test_a_child_that_reports_nothing_leaves_the_argument_row_not_tested(
     assert row.status == NOT_TESTED and "does not report" in row.reason
     assert report.verdict == "unjudged" and "API-ARGS-UNCHANGED (not tested" in (
         report.verdict_reason)
+
+
+@pytest.mark.parametrize(("name", "verdict"), [("os_exit_in_evict", "fail"), (None, "pass")],
+                         ids=["ends-its-process", "correct"])
+def test_a_policy_behind_exec_is_judged_on_the_end_of_its_process(
+        name: str | None, verdict: str) -> None:
+    """A program behind --exec holds the policy: its end during a call is
+    the policy's (API-PROCESS-ALIVE, judged as under --isolate), and a
+    correct one passes the row rather than leaving it to --isolate."""
+    from policyspec.lineproto import ExecTarget
+
+    target = f"{HOSTILE / (name + '.py')}:Policy" if name else "policyspec.reference:LRUCachePolicy"
+    command = f"{sys.executable} -m policyspec.lineproto.serve {target}"
+    with ExecTarget(command) as child:
+        report = run_check(child.subject, get_profile("core"), budget=16.0,
+                           engines=["stateful"])
+    row = next(r for r in report.requirements if r.id == "API-PROCESS-ALIVE")
+    assert row.status == verdict and row.checks > 0, (row, report.failures)
+    if name:
+        assert [f.requirement for f in report.failures] == ["API-PROCESS-ALIVE"]
+        assert "process ended" in report.failures[0].message

@@ -125,6 +125,13 @@ class Subject:
     def has(self, capability: str) -> bool:
         return capability in self.capabilities
 
+    @property
+    def in_child(self) -> bool:
+        """The policy lives in another process (``--exec``, ``--isolate``):
+        that process holds one policy at a time, and its end during a call
+        is the policy's (API-PROCESS-ALIVE)."""
+        return self.argument_report is not None
+
     def fitted(self, api: str | None) -> Subject:
         """This subject driven as revision ``api`` when it fits it and was
         chosen as another (a profile of one vLLM release names its

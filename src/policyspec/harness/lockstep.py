@@ -54,7 +54,7 @@ def unseen_in_process(subject: Subject) -> dict[str, str]:
     """Requirements a run in the checker's own process cannot observe at
     all, with the reason: the user chose the mode, so the verdict does not
     count them as unjudged (policyspec.reports.verdict)."""
-    if subject.has("isolated"):
+    if subject.in_child:
         return {}
     return {"API-PROCESS-ALIVE": (
         "the policy ran in the checker's own process, where a crash would end the "
@@ -117,7 +117,7 @@ class Lockstep:
         (STEP_BACK): the instance is no longer judged (``_fail``)."""
         self.has_mark = subject.has("mark")
         self.has_clear = subject.has("clear")
-        self.isolated = subject.has("isolated")
+        self.in_child = subject.in_child
         self.keys = KeyMap(subject.make_key)
         self.blocks: dict[int, Any] = {}
         self.written: dict[int, tuple[int, int]] = {}
@@ -236,7 +236,7 @@ class Lockstep:
         replay = Lockstep(self.subject, self.profile, self.capacity, observe=self.observe,
                           fatal=requirement.__eq__, threads=self.threads)
         # A child process hosts one policy: the replay's replaced this one.
-        self.muted = self.isolated
+        self.muted = self.in_child
         try:
             replay.run(steady)
         except ConformanceFailure as failure:
@@ -248,7 +248,7 @@ class Lockstep:
             if any(f.requirement == requirement for f in replay.soft):
                 return requirement, message
         back = next(i for i, a in enumerate(self.trace, 1) if a[0] == "clock" and a[1] < 0)
-        self.muted = self.isolated or not self.fatal(STEP_BACK)
+        self.muted = self.in_child or not self.fatal(STEP_BACK)
         return STEP_BACK, (
             f"after the wall clock stepped back at step {back}: {message} ({requirement}); "
             "the same calls with a wall clock that never steps back do not break it")
@@ -272,7 +272,7 @@ class Lockstep:
         self.calls += 1
         self.checked["API-NO-RAISE"] += 1
         self.checked["API-RETURNS"] += 1
-        if self.isolated:
+        if self.in_child:
             self.checked["API-PROCESS-ALIVE"] += 1
         watch = _watch
         watch.begin(op)

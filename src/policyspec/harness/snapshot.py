@@ -92,7 +92,7 @@ def clone(x: Any, memo: dict[int, Any]) -> Any:
 # every branch agrees on) and those it must copy. A harness with an attribute
 # in neither set is deep-copied whole: slower, still right.
 _SHARED = frozenset({
-    "subject", "profile", "capacity", "observe", "fatal", "has_mark", "isolated",
+    "subject", "profile", "capacity", "observe", "fatal", "has_mark", "in_child",
     "has_clear", "allocator", "keys", "_next_block_id", "calls",
     "model",  # immutable: every step makes a new one
     "threads", "_actions",

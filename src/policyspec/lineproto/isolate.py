@@ -11,10 +11,7 @@ import dataclasses
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import Any
 
-from policyspec.harness.failures import ProcessDied
-from policyspec.lineproto.child import ChildError
 from policyspec.lineproto.remote import ExecTarget
 from policyspec.subject import Subject
 
@@ -62,11 +59,3 @@ class IsolatedTarget(ExecTarget):
             notes=(*loaded.notes, "isolated: the policy ran in a child process "
                    "(policyspec.lineproto.serve) under a memory limit"),
         )
-
-    def ask(self, generation: int, message: dict[str, Any]) -> Any:
-        try:
-            return super().ask(generation, message)
-        except ChildError as exc:
-            if not self.child.alive:
-                raise ProcessDied(str(exc)) from None
-            raise

@@ -17,6 +17,7 @@ from collections.abc import Collection, Hashable, Iterable
 from typing import Any
 
 from policyspec.environment import run_seed
+from policyspec.harness.failures import ProcessDied
 from policyspec.harness.shapes import shape_of
 from policyspec.lineproto.child import PROTOCOL, Child, ChildError
 from policyspec.run.budget import PIPE_SCALE
@@ -24,6 +25,7 @@ from policyspec.subject import ALL_CAPABILITIES, Subject, offload_key
 
 __all__ = [
     "KEY_FORMATS",
+    "ChildDied",
     "ExecTarget",
     "PolicyError",
     "RemoteBlock",
@@ -35,6 +37,11 @@ __all__ = [
 KEY_FORMATS = ("int", "hex")
 """How model key k travels: ``int`` as the JSON number k, ``hex`` as the
 hex string of vLLM's OffloadKey bytes for k (opaque 40-character text)."""
+
+
+class ChildDied(ChildError, ProcessDied):
+    """The child process ended during a call: the policy's process ended
+    (API-PROCESS-ALIVE), and the child is gone (a ChildError)."""
 
 
 class PolicyError(Exception):
@@ -261,7 +268,12 @@ class ExecTarget:
         if generation != self.generation:
             raise ChildError("this policy object was replaced by a newer create (only the "
                              "latest policy of a child can be driven)")
-        answer = self.child.request(message)
+        try:
+            answer = self.child.request(message)
+        except ChildError as exc:
+            if not self.child.alive:
+                raise ChildDied(str(exc)) from None
+            raise
         args = answer.get("args")
         if isinstance(args, str):
             self.args_report = args
