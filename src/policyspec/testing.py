@@ -28,6 +28,9 @@ __all__ = ["ConformanceSuite", "assert_requirement", "report_for", "terminal_pro
 
 DEFAULT_TARGET = "policyspec.reference:LRUCachePolicy"
 DEFAULT_PROFILE = "lru"
+REFERENCE_BUDGET = 5.0
+"""Work units of a conformance module's check of a bundled reference
+(``ConformanceSuite.default_budget``)."""
 
 _Key = tuple[str, str, str | float, int, int | None, bool, int | None, float | None]
 _REPORTS: dict[_Key, Report] = {}
@@ -114,6 +117,11 @@ class ConformanceSuite:
     default_profile: ClassVar[str | None] = None
     """What a conformance module checks when no policy is named anywhere
     (this repository's own CI): the reference LRU under lru by default."""
+    default_budget: ClassVar[str | float] = REFERENCE_BUDGET
+    """The budget of that check when no budget is named either: each xdist
+    worker of the test command makes its own check of each reference, and
+    the references' whole checks at quick are tests/test_references.py's
+    (marked slow)."""
 
     def _choice(self, config: pytest.Config) -> tuple[str | type, str, str | float, int]:
         option = config.getoption
@@ -128,7 +136,8 @@ class ConformanceSuite:
         profile = self.profile or option("policy_profile", None) or (
             "core" if explicit else self.default_profile or DEFAULT_PROFILE
         )
-        budget = option("policy_budget", None) or self.budget
+        named = option("policy_budget", None)
+        budget = named or (self.budget if explicit else self.default_budget)
         seed = option("policy_seed", None)
         return target, profile, budget, self.seed if seed is None else int(seed)
 
