@@ -122,13 +122,26 @@ pytest_collect_file = Sybil(
 ).pytest()
 
 
+SLOW_LIST = ROOT / "tests" / "slow.txt"
+"""Node ids of tests marked slow by measurement (the file says how)."""
+
+
+def _measured_slow() -> frozenset[str]:
+    lines = SLOW_LIST.read_text().splitlines() if SLOW_LIST.exists() else []
+    return frozenset(ln.strip() for ln in lines if ln.strip() and not ln.startswith("#"))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``docs_slow`` on the slow shell blocks, before ``-m`` selects."""
+    """Before ``-m`` selects: ``docs_slow`` on the slow shell blocks, and
+    ``slow`` on the tests tests/slow.txt lists."""
+    slow = _measured_slow()
     for item in items:
         parsed = getattr(getattr(item, "example", None), "parsed", None)
         if isinstance(parsed, ShellBlock) and parsed.slow:
             item.add_marker(pytest.mark.docs_slow)
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
 
 
 __all__ = ["ShellBlock", "ShellParser", "pytest_collect_file"]
