@@ -33,14 +33,17 @@ def checked_references() -> list[tuple[str, str]]:
     return sorted(pairs)
 
 
+REFERENCES = checked_references()
+
+
 def test_the_conformance_modules_check_each_reference_below_quick() -> None:
-    assert len(checked_references()) >= 4
+    assert len(REFERENCES) >= 4
     assert BUDGETS["quick"].units > REFERENCE_BUDGET  # the slow test below adds work
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("target", "profile"), checked_references(),
-                         ids=[f"{t.rpartition(':')[2]}-{p}" for t, p in checked_references()])
+@pytest.mark.parametrize(("target", "profile"), REFERENCES,
+                         ids=[f"{t.rpartition(':')[2]}-{p}" for t, p in REFERENCES])
 def test_each_reference_passes_its_profile_at_quick(target: str, profile: str) -> None:
     report = check_target(target, profile, CheckOptions(budget="quick", seed=0, jobs=1))
     assert not report.errors, report.errors

@@ -69,7 +69,7 @@ def unobservable(subject: Subject) -> dict[str, str]:
     out = unseen_in_process(subject)
     out[STEP_BACK] = ("the policy did not read the wall clock after it stepped back (the "
                       "engines step the clock only for a policy that reads one)")
-    if subject.argument_report is not None and not subject.has("isolated"):
+    if subject.in_child and not subject.has("isolated"):
         out["API-ARGS-UNCHANGED"] = (
             "the policy runs in another process that does not report whether it changed "
             "the keys or protected it was given (spec/protocol.md, field args)"
