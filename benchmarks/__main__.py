@@ -54,8 +54,8 @@ def _budgets(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     names = ["quick"] if args.short else ["quick", "standard"]
     if args.deep:
         names.append("deep")
-    say("2. What each --budget covers (policyspec check --profile lru on the reference LRU, "
-        "one run each)\n")
+    say("2. What each --budget covers (policyspec check --profile lru on the reference LRU, --jobs "
+        "= every core, wall clock, one run each)\n")
     say(f"   {'budget':<10}{'seconds':>9}{'calls':>12}{'steps':>11}{'examples':>10}  per engine "
         "(calls/examples)")
     for name in names:
@@ -137,7 +137,7 @@ def _detection(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     for curve in measure_detection(budgets, files=runnable[:4] if args.short else runnable):
         found, wall, steps = curve.found_after(), curve.failing_wall(), curve.trace_steps()
         missed = ", ".join(c.name for c in curve.catches if not c.caught) or "-"
-        label = f"{curve.budget:g} s" if isinstance(curve.budget, float) else curve.budget
+        label = f"{curve.budget:g} units" if isinstance(curve.budget, float) else curve.budget
         say(f"   {label:<9}{len(curve.caught):>4}/{len(curve.catches):<3}   {found[0]:8.2f} / "
             f"{found[1]:6.2f} s              {wall[0]:8.1f} / {wall[1]:6.1f} s          "
             f"{steps[0]:6.1f} / {steps[1]:4}                {missed}")
@@ -151,6 +151,14 @@ def _detection(args: argparse.Namespace, say: Callable[[str], None]) -> None:
             + (f"{worst.longest[1]} ({worst.name}, {worst.longest[0]})" if worst else "-")
             + (f"; slowest: {slowest.name}" if slowest else ""))
         say(f"             size-engine witnesses over 25 steps (production sizes): {sized or '-'}")
+        calls = curve.found_after_calls()
+        say(f"             found after, in checked calls (the same on any machine): median "
+            f"{calls[0]:,.0f}, most {calls[1]:,}")
+        if args.detection_files:
+            for c in curve.catches:
+                say(f"               {c.name:<44}{'caught' if c.caught else 'MISSED':<8}"
+                    f"{c.engine or '-':<12}{c.steps if c.steps is not None else '-':>6} steps"
+                    f"{c.found_after_calls or 0:>12,} calls{c.wall_s:8.1f} s")
     say("   targets at quick: median found after <= 0.5 s; slowest failing run <= 30 s; "
         "trace steps median <= 5, max <= 25\n")
 
@@ -192,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds per engine run")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions for the medians")
     parser.add_argument("--out", help="also write the report to this file")
+    parser.add_argument("--detection-files", action="store_true",
+                        help="list every file of the detection curve (engine, steps, calls)")
     parser.add_argument("--detection-budgets", default="1,2,5,quick",
                         help="the budgets of the detection curve, comma-separated")
     args = parser.parse_args(argv)

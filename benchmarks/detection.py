@@ -83,6 +83,9 @@ class Catch:
     only at production sizes, whose witness cannot be short)."""
     longest: tuple[str, int] = ("", 0)
     """The longest trace the report shows, of any id, and its id."""
+    found_after_calls: int | None = None
+    """Checked calls made before the first sighting: the same on any machine,
+    unlike ``found_after_s``."""
 
 
 @dataclass
@@ -98,6 +101,11 @@ class Curve:
         """Median and worst seconds to the first sighting, over the caught."""
         times = [c.found_after_s for c in self.caught if c.found_after_s is not None]
         return (statistics.median(times), max(times)) if times else (0.0, 0.0)
+
+    def found_after_calls(self) -> tuple[float, int]:
+        """Median and most checked calls before the first sighting."""
+        calls = [c.found_after_calls for c in self.caught if c.found_after_calls is not None]
+        return (statistics.median(calls), max(calls)) if calls else (0.0, 0)
 
     def trace_steps(self) -> tuple[float, int]:
         """Median and longest minimal trace, over the caught (a failure
@@ -152,5 +160,6 @@ def measure_detection(
             curve.catches.append(Catch(faulty.path.stem, hit is not None,
                                        hit.found_after_s if hit else None, wall,
                                        len(hit.trace) if hit else None,
-                                       hit.engine if hit else None, longest))
+                                       hit.engine if hit else None, longest,
+                                       hit.found_after_calls if hit else None))
         yield curve

@@ -50,3 +50,15 @@ def test_the_second_thread_benchmark_does_the_same_work_at_every_setting() -> No
     assert len({calls for _, _, calls in figures}) == 1 and figures[0][2] > 0
     assert all(wall > 0 and cpu > 0 for wall, cpu, _ in figures)
     assert setting == lockstep.THREAD_EVERY  # each run puts the setting back
+
+
+def test_the_detection_curve_counts_calls_to_the_first_sighting() -> None:
+    """Found-after in checked calls is the figure no machine changes; a file
+    caught at once has made at least one call and at most its run's."""
+    from benchmarks.detection import corpus, measure_detection
+
+    chosen = [f for f in corpus() if f.path.stem == "evict_returns_iterator"]
+    curve = next(measure_detection((1.0,), files=chosen))
+    (catch,) = curve.catches
+    assert catch.caught and catch.found_after_calls is not None and catch.found_after_calls >= 1
+    assert curve.found_after_calls() == (catch.found_after_calls, catch.found_after_calls)

@@ -217,6 +217,8 @@ def steps(draw: st.DrawFn, ops: tuple[str, ...] = OPERATIONS) -> tuple[str, tupl
     (REFERENCE, "lru"),
     ("policyspec.reference:ARCCachePolicy", "arc"),
     ("policyspec.reference:LRU033CachePolicy", "lru-0.33"),
+    ("policyspec.reference:LRU034CachePolicy", "lru-0.34"),
+    ("policyspec.reference:ARC034CachePolicy", "arc-0.34"),  # ARC's probes without touch
     (f"{VLLM / 'lru.py'}:LRUCachePolicy", "lru-0.33"),
     (f"{VLLM / 'arc.py'}:ARCCachePolicy", "arc"),
     (f"{VLLM / 'arc.py'}:ARCCachePolicy", "core"),

@@ -19,7 +19,11 @@ from typing import Any
 from policyspec.model.actions import Action
 from policyspec.model.state import State
 
-__all__ = ["Probe", "ProbeResult"]
+__all__ = ["PROBE_REQUEST", "Probe", "ProbeResult"]
+
+PROBE_REQUEST = 1 << 30
+"""The first request a probe's second access belongs to, for a policy
+without touch (no trace names it)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,26 @@ class Probe:
     setup: tuple[Action, ...]
     n: int
     protected: frozenset[int] = frozenset()
+
+    def setup_for(self, touch: bool) -> tuple[Action, ...]:
+        """``setup`` for a policy with ``touch``, or else (vLLM 0.34, R10)
+        with each touch of keys, a second access, made as 0.34's manager
+        sends it: a request that reused them finishes (one fresh request per
+        touch, so that each can finish). Every consumer of probes runs them
+        through this, so that no probe calls an operation the policy lacks."""
+        if touch:
+            return self.setup
+        out: list[Action] = []
+        request = PROBE_REQUEST
+        for action in self.setup:
+            if action[0] == "touch":
+                keys = tuple(action[1])
+                out.append(("on_request_finished", request, (keys,), frozenset(),
+                            frozenset(keys)))
+                request += 1
+            else:
+                out.append(action)
+        return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -102,11 +102,12 @@ def call_actions(op: str, args: Sequence[Any], requests: bool) -> list[Action]:
     return [(op, *args)]
 
 
-def probes(model: ProfileModel, universe: int) -> list[tuple[Action, ...]]:
+def probes(model: ProfileModel, universe: int, touch: bool) -> list[tuple[Action, ...]]:
     """What reads the state back after the call, each on its own copy: get
     of every key of ``range(universe)`` the model holds absent, an eviction
     of every key it holds eligible and one more eviction, which must be
-    refused; then the probes the exact profile's diagnosis asks for."""
+    refused; then the probes the exact profile's diagnosis asks for, made
+    with the calls of the policy's revision (``touch``: it has one)."""
     state = model.state
     absent = tuple(("get", key) for key in range(universe) if key not in state.refs)
     count = len(eligible(state, ()))
@@ -115,7 +116,7 @@ def probes(model: ProfileModel, universe: int) -> list[tuple[Action, ...]]:
     diagnosis = model.refinement.diagnosis() if model.refinement is not None else None
     if diagnosis is not None:
         for probe in diagnosis.probes(model.ext, state):
-            found.append((*probe.setup, ("evict", probe.n, probe.protected)))
+            found.append((*probe.setup_for(touch), ("evict", probe.n, probe.protected)))
     return found
 
 
@@ -157,7 +158,7 @@ def derived_failure(
     failure = _run(harness, calls[len(before):])
     if failure is not None:
         return failure
-    for probe in probes(harness.model, len(state.refs) + 1):
+    for probe in probes(harness.model, len(state.refs) + 1, target.subject.has("touch")):
         try:
             copy = fork(harness)
         except Exception:  # a policy deepcopy cannot copy: build it again

@@ -91,7 +91,7 @@ def run_probe(
     harness = harness or _replay(subject, profile, capacity, prefix)
     assert harness is not None, "the prefix replayed once already"
     try:
-        harness.run(_without_touch(probe.setup) if not subject.has("touch") else probe.setup)
+        harness.run(probe.setup_for(subject.has("touch")))
     except (ConformanceFailure, Aborted):
         return ProbeResult(probe, None, None, harness.ext, harness.state, broken=True)
     expected = harness.model.step(("evict", probe.n, probe.protected)).expected
@@ -106,27 +106,6 @@ def run_probe(
     victims = _model_keys(harness, got)
     broken = victims is None
     return ProbeResult(probe, victims, expected, harness.ext, harness.state, broken=broken)
-
-
-PROBE_REQUEST = 1 << 30
-"""The request a probe's second access belongs to (no trace names it)."""
-
-
-def _without_touch(setup: Sequence[Action]) -> tuple[Action, ...]:
-    """A probe's setup for a policy without touch (vLLM 0.34, R10): each
-    touch of keys, a second access, becomes what 0.34's manager sends
-    instead, a request that reused them and finishes (one fresh request
-    per touch, so each can finish)."""
-    out: list[Action] = []
-    request = PROBE_REQUEST
-    for action in setup:
-        if action[0] == "touch":
-            keys = tuple(action[1])
-            out.append(("on_request_finished", request, (keys,), frozenset(), frozenset(keys)))
-            request += 1
-        else:
-            out.append(action)
-    return tuple(out)
 
 
 def _model_keys(harness: Lockstep, got: object) -> list[int] | None:
