@@ -24,6 +24,7 @@ from policyspec.prove.crosshair_run import (
 )
 from policyspec.prove.findings import Finding
 from policyspec.reports import report as check_report
+from policyspec.reports.verdict import counts
 
 __all__ = ["ObligationResult", "ProofReport", "obligation_id"]
 
@@ -82,7 +83,7 @@ class ProofReport:
         """Reproduced findings that count: MUST ones, SHOULD ones with
         ``strict``."""
         return [f for f in self.findings
-                if f.reproduced and (self.strict or f.level == "MUST")]
+                if f.reproduced and counts(f.level, self.strict)]
 
     @property
     def verdict(self) -> str:

@@ -47,6 +47,7 @@ __all__ = [
     "UNJUDGED",
     "VERDICTS",
     "Verdict",
+    "counts",
     "decide",
     "exit_code",
     "unjudged_musts",
@@ -63,6 +64,12 @@ class Verdict:
 
     name: str
     reason: str = ""
+
+
+def counts(level: str, strict: bool) -> bool:
+    """Whether a failure of a requirement of ``level`` makes a run fail: a
+    MUST always, a SHOULD under ``strict`` (``--strict``)."""
+    return level == "MUST" or (strict and level == "SHOULD")
 
 
 def unjudged_musts(statuses: Iterable[RequirementStatus]) -> list[RequirementStatus]:
@@ -85,8 +92,7 @@ def decide(
     count (a ``--known-failing`` entry's are already taken out); ``stale``
     lists known-failing entries that pass now; ``incomplete`` says how much
     of its work a run the time limit stopped did (None: all of it)."""
-    levels = {f.level for f in failures}
-    if "MUST" in levels or (strict and "SHOULD" in levels) or stale:
+    if any(counts(f.level, strict) for f in failures) or stale:
         beside = []
         if errors:
             beside.append(f"{len(errors)} engine error{'s' if len(errors) > 1 else ''} "
