@@ -53,8 +53,8 @@ def test_the_second_thread_benchmark_does_the_same_work_at_every_setting() -> No
 
 
 def test_the_detection_curve_counts_calls_to_the_first_sighting() -> None:
-    """Found-after in checked calls is the figure no machine changes; a file
-    caught at once has made at least one call and at most its run's."""
+    """Found-after in checked calls is the figure no machine changes: a file
+    caught is counted with the calls made up to its first sighting."""
     from benchmarks.detection import corpus, measure_detection
 
     chosen = [f for f in corpus() if f.path.stem == "evict_returns_iterator"]
