@@ -116,6 +116,12 @@ DERIVED = [
      "EVICT-IDLE-ONLY"),
     # a past: key 0 stored and evicted before, then inserted again
     (faulty("g12_revives_old_block"), "core", "insert", (0, 0, 0, 1, 1, 0, -1), "GET-IDENTITY"),
+    # files that fit R9 and R10, proved as the arc profile's revision (R9, with
+    # touch) as check drives them, not as the newest revision they fit
+    (faulty("arc_v03_touch_drops_in_flight"), "arc", "touch", (0, 1, 0, 1, 0, 1, 0, 0, 0),
+     "TOUCH-KEEPS-MEMBERSHIP"),
+    (faulty("arc_v03_touch_raises_on_in_flight"), "arc", "touch", (0, 1, 0, 1, 0, 1, 0, 0, 0),
+     "TOUCH-TOTAL"),
 ]
 
 # (fixture, profile, operation, canonical values, requirement): through the
@@ -307,6 +313,11 @@ def test_the_operations_are_the_revisions() -> None:
         vllm = load_subject(f"{VLLM / 'lru.py'}:LRUCachePolicy", api="R9")
         assert vllm.api == "R9" and operations_of(vllm) == (*SEED_OPERATIONS, *HOOKS)
         assert operations_of(vllm, hooks=False) == SEED_OPERATIONS
+    # A file that fits R9 and R10 is proved as the profile's revision, as
+    # check drives it: with touch under arc (R9), without under arc-0.34.
+    both = faulty("arc_v03_touch_drops_in_flight")
+    assert "touch" in operations_of(_subject(both, "arc").subject)
+    assert "touch" not in operations_of(_subject(both, "arc-0.34").subject)
     plain = replace(seed, api="R1", capabilities=frozenset({"touch"}))
     assert operations_of(plain) == ("get", "insert", "remove", "touch", "evict")
     assert plan_target(TargetSpec(REFERENCE, "lru")).jobs[3].name == "touch"

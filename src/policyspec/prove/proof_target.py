@@ -90,7 +90,9 @@ def load_proof_subject(spec: TargetSpec) -> ProofSubject:
             "(the derived pair builds that state through the policy's own calls)"
         )
     try:
-        subject = load_subject(spec.target)
+        # Driven as the profile's revision when it fits it, as check does: a
+        # file that fits R9 and R10 is proved under arc-0.33 with its touch.
+        subject = load_subject(spec.target).fitted(profile.api)
         with installed():
             cls = type(unwrap(subject.build(1)))
         parsed = parse_target(spec.target)
