@@ -10,6 +10,8 @@ run), so the finding, its minimisation and the blame all run."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -70,3 +72,60 @@ def test_the_same_budget_does_the_same_work_at_any_load_and_any_jobs(
     assert alone == base, "--jobs 1 did other work than --jobs 2"
     assert loaded == base, "a busy machine changed the work or the result"
     assert base[0] == ("pass" if "reference" in target else "fail")
+
+
+def _command_report(tmp_path: Path, hash_seed: str) -> dict[str, Any]:
+    """``policyspec check`` started as a user starts it, under a hash seed
+    of its environment's choosing."""
+    path = tmp_path / f"report-{hash_seed}.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "policyspec", "check", f"{CUT_AT_1000}:Policy", "--engine", "size",
+         "--budget", "1", "--seed", "7", "--jobs", "1", "-q", "--json-report", str(path)],
+        env={**os.environ, "PYTHONHASHSEED": hash_seed}, capture_output=True, text=True,
+        timeout=300, check=False,
+    )
+    assert done.returncode == 1, done.stderr[-2000:]
+    document: dict[str, Any] = json.loads(path.read_text())
+    return document
+
+
+CUT_AT_1000 = HERE / "faulty" / "size_protected_cut_at_1000.py"
+"""A policy that honours the first 1,000 keys of ``protected`` in the set's
+own order, which is hash order: what it evicts depends on the hash seed."""
+
+
+def test_the_command_does_the_same_work_under_any_hash_seed(tmp_path: Path) -> None:
+    """The keys are bytes, hashed with a per-process secret unless
+    PYTHONHASHSEED fixes it; the command runs under one seed
+    (policyspec.hash_order), so the finding, its trace and the counts are
+    the same whatever seed the user's shell has."""
+    first, second = (_command_report(tmp_path, seed) for seed in ("1", "2"))
+    for document in (first, second):
+        for failure in document["failures"]:
+            failure.pop("found_after_s", None)  # wall time
+    assert first["failures"] and first["failures"] == second["failures"]
+    assert first["stats"]["calls"] == second["stats"]["calls"]
+
+
+def test_a_process_restarts_under_the_fixed_seed_only_when_it_is_not_already() -> None:
+    probe = ("import sys; from policyspec.hash_order import run_under_fixed_hash; "
+             "print(sys.flags.hash_randomization); run_under_fixed_hash(['--version'])")
+    for seed, lines in (("1", ["1", "policyspec"]), ("0", ["0"])):
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}, timeout=60,
+                              check=True)
+        shown = [line.split()[0] for line in done.stdout.splitlines()]
+        assert shown == lines, (seed, done.stdout)
+
+
+def test_the_plugin_says_when_its_hash_seed_is_not_the_commands(tmp_path: Path) -> None:
+    def header(seed: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only",
+             "--policy", "policyspec.reference:LRUCachePolicy"],
+            cwd=tmp_path, env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True,
+            text=True, timeout=120, check=False,
+        ).stdout
+
+    assert "PYTHONHASHSEED=0" in header("3")
+    assert "PYTHONHASHSEED=0" not in header("0")

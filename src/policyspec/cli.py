@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from policyspec.exits import EXIT_USAGE, UsageError
+from policyspec.hash_order import run_under_fixed_hash
 
 __all__ = ["main"]
 
@@ -44,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command: ``argv`` None is a process of its own (the console
+    script, ``python -m policyspec``), which first makes sure it hashes
+    under the one seed every run uses (policyspec.hash_order); a caller
+    passing ``argv`` runs in its own process as it is."""
+    if argv is None:
+        run_under_fixed_hash(sys.argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -63,3 +63,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args[:] = [suite]
     elif suite not in config.args:
         config.args.append(suite)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Say when this pytest hashes keys under a seed of its own: a policy
+    that acts on set order then does other work than under the
+    ``policyspec`` command (policyspec.hash_order)."""
+    from policyspec import hash_order
+
+    if not config.getoption("policy", None) or hash_order.fixed():
+        return []
+    return [f"policyspec: keys hash under this process's random seed; for the traces "
+            f"of the policyspec command run pytest with "
+            f"{hash_order.ENV}={hash_order.HASH_SEED}"]

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,6 +28,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from policyspec import hash_order
 from policyspec.adapters import load_subject
 from policyspec.adapters.seed import unwrap
 from policyspec.subject import Subject
@@ -315,10 +315,6 @@ def _work(key: CellKey) -> Cell:
                          campaign.store_threshold, campaign.request_limit)
 
 
-HASH_SEED = "0"
-"""The ``PYTHONHASHSEED`` cells run under when this process's is random."""
-
-
 def run_cells(
     campaign: Campaign, subjects: dict[str, Subject], *, jobs: int = 1,
     progress: Callable[[Cell], None] | None = None,
@@ -327,9 +323,10 @@ def run_cells(
 
     A policy may hash its keys (``hash(bytes)`` differs from process to
     process unless ``PYTHONHASHSEED`` is set), so for the same numbers on
-    every run the cells are played where the hash seed is fixed: in this
-    process (``jobs`` 1) or forked workers when it is, else in ``jobs``
-    fresh processes started with ``PYTHONHASHSEED=0``."""
+    every run the cells are played where the hash seed is fixed
+    (policyspec.hash_order; the command always is): in this process
+    (``jobs`` 1) or forked workers when it is, else in ``jobs`` fresh
+    processes started with the fixed seed (library use)."""
     keys = grid(campaign.traces, campaign.capacities, campaign.policies, campaign.shard)
     for cell in _cells(campaign, subjects, keys, jobs):
         campaign.cells.append(cell)
@@ -341,7 +338,7 @@ def run_cells(
 def _cells(
     campaign: Campaign, subjects: dict[str, Subject], keys: list[CellKey], jobs: int
 ) -> Iterator[Cell]:
-    fixed = sys.flags.hash_randomization == 0
+    fixed = hash_order.fixed()
     if fixed and (jobs <= 1 or len(keys) <= 1
                   or "fork" not in multiprocessing.get_all_start_methods()):
         _load(campaign, subjects)
@@ -358,17 +355,17 @@ def _cells(
         finally:
             _WORK.clear()
         return
-    before = os.environ.get("PYTHONHASHSEED")
-    os.environ["PYTHONHASHSEED"] = HASH_SEED
+    before = os.environ.get(hash_order.ENV)
+    os.environ[hash_order.ENV] = hash_order.HASH_SEED
     try:
         context = multiprocessing.get_context("spawn")
         pool = context.Pool(max(1, min(jobs, len(keys))), initializer=_spawned,
                             initargs=(campaign.to_json(),))
     finally:
         if before is None:
-            del os.environ["PYTHONHASHSEED"]
+            del os.environ[hash_order.ENV]
         else:
-            os.environ["PYTHONHASHSEED"] = before
+            os.environ[hash_order.ENV] = before
     with pool:
         yield from pool.imap(_work, keys)
 
