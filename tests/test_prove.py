@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 from policyspec.adapters import installed, load_subject
 from policyspec.cli import main
+from policyspec.harness.shapes import keys_shape
 from policyspec.model.request import HOOKS
 from policyspec.model.state import State, is_quiescent, well_formed
 from policyspec.protocols import REVISIONS
@@ -51,6 +52,7 @@ from policyspec.prove import (
 from policyspec.prove.abstraction import abstraction_from
 from policyspec.prove.calls import parse_call
 from policyspec.prove.canonical import (
+    MAX_KEYS,
     OPERATIONS,
     SEED_OPERATIONS,
     decode,
@@ -69,7 +71,13 @@ from policyspec.prove.crosshair_run import (
     Budget,
     parse_output,
 )
-from policyspec.prove.derived import derived_failure
+from policyspec.prove.derived import (
+    LONG_PROTECTED,
+    LONG_TOUCH,
+    call_failure,
+    derived_failure,
+    variants,
+)
 from policyspec.prove.findings import derived_finding, model_finding, refinement_finding
 from policyspec.prove.operations import operations_of
 from policyspec.prove.proof_report import ObligationResult, ProofReport
@@ -122,7 +130,17 @@ DERIVED = [
      "TOUCH-KEEPS-MEMBERSHIP"),
     (faulty("arc_v03_touch_raises_on_in_flight"), "arc", "touch", (0, 1, 0, 1, 0, 1, 0, 0, 0),
      "TOUCH-TOTAL"),
+    # seen only in a variant of the call (policyspec.prove.derived.variants):
+    # 4,097 more protected keys; a touch after 1,025 others; keys as a generator
+    (faulty("size_protected_cut_at_1000"), "core", "evict", (1, 0, 0, 1, 1, 1),
+     "EVICT-UNPROTECTED"),
+    (faulty("size_touch_bulk_makes_busy_idle"), "core", "touch", (0, 1, 0, 1, 0, 1, 0, 0, 0),
+     "EVICT-IDLE-ONLY"),
+    (faulty("hooks/hook_store_miss_needs_a_list"), "arc", "on_store_miss",
+     (0, 0, 0, 1, 0, 1, 0, 0, 0), "HOOK-TOTAL"),
 ]
+REFERENCES = {"arc": "policyspec.reference:ARCCachePolicy"}
+"""The reference a profile's faults are compared with (REFERENCE otherwise)."""
 
 # (fixture, profile, operation, canonical values, requirement): through the
 # fixture's hand-written pair (``--abstraction declared``)
@@ -250,7 +268,49 @@ def test_each_faulty_policy_breaks_a_known_requirement_on_a_known_step(
 ) -> None:
     assert legal(op, *values)
     assert _broken(_subject(target, profile), op, values) == requirement
-    assert _broken(_subject(REFERENCE, profile), op, values) is None
+    assert _broken(_subject(REFERENCES.get(profile, REFERENCE), profile), op, values) is None
+
+
+@pytest.mark.parametrize("target, profile, op, values", [
+    (faulty("size_protected_cut_at_1000"), "core", "evict", (1, 0, 0, 1, 1, 1)),
+    (faulty("size_touch_bulk_makes_busy_idle"), "core", "touch", (0, 1, 0, 1, 0, 1, 0, 0, 0)),
+    (faulty("hooks/hook_store_miss_needs_a_list"), "arc", "on_store_miss",
+     (0, 0, 0, 1, 0, 1, 0, 0, 0)),
+])
+def test_the_faults_of_long_or_generator_arguments_show_only_in_a_variant(
+    target: str, profile: str, op: str, values: tuple[int, ...]
+) -> None:
+    state, args = decode(op, values)
+    (variant,) = variants(op, state, args)
+    assert call_failure(_subject(target, profile), op, state, args, False) is None
+    assert call_failure(_subject(target, profile), op, state, variant, False) is not None
+
+
+def test_a_variant_adds_only_keys_never_stored() -> None:
+    state, args = decode("evict", (2, 1, 0, 3, 1, 7))  # every present key protected
+    ((n, protected),) = variants("evict", state, args)
+    added = protected - args[1]
+    assert n == 1 and len(added) == LONG_PROTECTED and min(added) > MAX_KEYS
+    state, args = decode("touch", (1, 0, 0, 1, 0, 1, 0, 0, 0))
+    ((keys,),) = variants("touch", state, args)
+    assert keys[-1:] == args[0] and len(keys) == LONG_TOUCH + 1 and min(keys[:-1]) > MAX_KEYS
+    state, args = decode("on_store_miss", (0, 0, 0, 1, 0, 1, 0, 0, 1))
+    ((keys, placed),) = variants("on_store_miss", state, args)
+    assert keys[:-1] == args[0] and keys[-1] > MAX_KEYS and placed == args[1]
+    assert keys_shape("on_store_miss", keys) == "generator"
+    # no variant where the call cannot show more: evict(2), a touch of two keys
+    assert variants("evict", *decode("evict", (2, 1, 0, 3, 2, 7))) == []
+    assert variants("touch", *decode("touch", (2, 0, 0, 2, 0, 2, 0, 1, 0))) == []
+
+
+@pytest.mark.slow  # about 1,000 calls with variants (8 s)
+@pytest.mark.parametrize("op", ["evict", "touch"])
+def test_the_reference_lru_passes_every_variant(op: str) -> None:
+    subject = _subject(REFERENCE, "lru")
+    for values in legal_values(op):
+        state, args = decode(op, values)
+        for variant in variants(op, state, args):
+            assert call_failure(subject, op, state, variant, past_of(op, values)) is None, values
 
 
 def test_a_key_no_longer_evictable_under_core_shows_only_with_strict() -> None:

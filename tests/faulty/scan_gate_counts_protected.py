@@ -1,13 +1,14 @@
 """faulty: EVICT-PROTECTED-ABSENT-NEUTRAL engine=metamorphic
 
 Risk pattern 3 of CONTRACT.md section 3 (refusals by design) in a form the
-spec forbids: a scan-resistance gate that refuses to evict for "large"
+spec advises against: a scan-resistance gate that refuses to evict for "large"
 stores, measuring a store by ``len(protected)``. The manager's ``protected``
 holds the keys it is about to insert, which are absent, so the answer
 depends on how many new keys a store brings rather than on what the policy
-holds (spec/evict.md, EVICT-PROTECTED-ABSENT-NEUTRAL). The refusal itself
-is only a SHOULD failure (EVICT-LIVENESS); comparing runs with and without
-absent keys in ``protected`` shows the MUST failure.
+holds (spec/evict.md, EVICT-PROTECTED-ABSENT-NEUTRAL, a SHOULD since an
+admission policy may weigh a store's candidates on purpose). The refusal
+is an EVICT-LIVENESS failure (a SHOULD under core); comparing runs with and
+without absent keys in ``protected`` names the cause.
 """
 
 from collections.abc import Collection

@@ -23,6 +23,20 @@ the exact profile's diagnosis asks for (keys in flight or being read, ARC's
 lists). The harness judges every answer against the profile's model as
 ``check`` does, so a fault is a ``ConformanceFailure`` whose trace runs from
 a fresh policy: the minimiser and the reports take it as any finding.
+
+Variants (``variants``): a canonical call names at most four keys, and the
+harness picks the container of a call's keys from the keys themselves
+(policyspec.harness.shapes), so two kinds of fault the size and shape of
+real arguments expose would stay out of reach. So some calls are also
+judged a second time, from the same pre-state, with keys never stored
+added: an eviction of one key with every present key protected, with
+``LONG_PROTECTED`` more protected keys (a policy that honours only so many,
+a fixed buffer); a touch of one key after ``LONG_TOUCH`` others (a bulk
+path for long lists); a store miss or an access with one more key, chosen so
+that the keys come as a generator (a policy that needs a list). Keys never
+stored change no answer of the model, so each variant is judged as its
+call is. Only those calls get one: each costs a build and a read-back with
+thousands of keys.
 """
 
 from __future__ import annotations
@@ -31,6 +45,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
+from policyspec.harness.shapes import keys_shape
 from policyspec.harness.snapshot import fork
 from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
@@ -39,17 +54,46 @@ from policyspec.model.step import ProfileModel
 from policyspec.prove.commute import ProofSubject
 
 __all__ = [
+    "LONG_PROTECTED",
+    "LONG_TOUCH",
+    "NEVER_STORED",
     "REQUEST",
+    "VARIANTS",
     "call_actions",
+    "call_failure",
     "construction",
     "derived_failure",
     "past_life",
     "probes",
+    "variants",
 ]
 
 REQUEST = 0
 """The request (model number) a hook, or an R9 insert, comes from: a fresh
 one, which has seen and missed nothing yet."""
+
+NEVER_STORED = 10_000
+"""The first model key of the keys a variant adds: far above the canonical
+keys (policyspec.prove.canonical.MAX_KEYS), never stored."""
+LONG_PROTECTED = 4_097
+"""Keys never stored a variant adds to ``protected``: past the sizes
+implementations cut at up to 4,096 (1,000, 1,024, 4,096: the size engine's
+``LADDER``), so that, in any hash order, a present key is likely to sit
+past such a cut."""
+LONG_TOUCH = 1_025
+"""Keys never stored a variant touches first: past 256, 512, 1,000 and
+1,024, where bulk paths start."""
+VARIANTS = {
+    "evict": f"and for n = 1 with every present key protected, the same with {LONG_PROTECTED:,} "
+             "keys never stored added",
+    "touch": f"and a list of one key, the same after {LONG_TOUCH:,} keys never stored",
+    "on_store_miss": "and the same with one key never stored added, so that the keys come as "
+                     "a generator",
+    "on_request_access": "and the same with one key never stored added, so that the keys come "
+                         "as a generator",
+}
+"""The variants of each operation (module docstring), in the words of the
+report's bounds."""
 
 
 def construction(state: State, pending: int | None = None) -> list[Action]:
@@ -137,15 +181,52 @@ def _run(harness: Lockstep, actions: Sequence[Action]) -> ConformanceFailure | N
     return None
 
 
+def _never(count: int) -> tuple[int, ...]:
+    return tuple(range(NEVER_STORED, NEVER_STORED + count))
+
+
+def _as_generator(op: str, keys: tuple[int, ...]) -> tuple[int, ...]:
+    """``keys`` and one key never stored after them, the first for which
+    the harness passes the keys as a generator (shapes depend on the keys
+    only, so this is the same on every run)."""
+    extra = NEVER_STORED
+    while keys_shape(op, (*keys, extra)) != "generator":
+        extra += 1
+    return (*keys, extra)
+
+
+def variants(op: str, state: State, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The other arguments ``op`` is also judged with from ``state``
+    (module docstring, ``VARIANTS``)."""
+    if op == "evict" and args[0] == 1 and state.refs and set(state.refs) <= set(args[1]):
+        return [(1, frozenset(args[1]) | frozenset(_never(LONG_PROTECTED)))]
+    if op == "touch" and len(args[0]) == 1:
+        return [((*_never(LONG_TOUCH), *args[0]),)]
+    if op in ("on_store_miss", "on_request_access"):
+        return [(_as_generator(op, tuple(args[0])), *args[1:])]
+    return []
+
+
 def derived_failure(
     target: ProofSubject, op: str, state: State, args: Sequence[Any], past: bool = False
 ) -> ConformanceFailure | None:
     """The first failure of ``op(*args)`` from ``state`` through the derived
-    pair, or None: build the state (after the absent key's ``past_life``
-    when ``past``), make the call, read the state back. A failure while
-    building counts too (the policy cannot hold the state). A policy that
-    refuses the past life's eviction (a SHOULD under core) cannot reach the
-    state at all: None."""
+    pair, or of one of its ``variants``, or None: build the state (after the
+    absent key's ``past_life`` when ``past``), make the call, read the state
+    back. A failure while building counts too (the policy cannot hold the
+    state). A policy that refuses the past life's eviction (a SHOULD under
+    core) cannot reach the state at all: None."""
+    for call in (tuple(args), *variants(op, state, args)):
+        failure = call_failure(target, op, state, call, past)
+        if failure is not None:
+            return failure
+    return None
+
+
+def call_failure(
+    target: ProofSubject, op: str, state: State, args: Sequence[Any], past: bool
+) -> ConformanceFailure | None:
+    """``derived_failure`` of one call, without its variants."""
     capacity = state.capacity if state.capacity is not None else len(state.refs) + 1
     pending = args[0] if op == "mark_evictable" else None
     harness = _harness(target, capacity)

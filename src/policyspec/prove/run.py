@@ -30,6 +30,7 @@ from policyspec.prove.crosshair_run import (
     JobResult,
     run_jobs,
 )
+from policyspec.prove.derived import VARIANTS
 from policyspec.prove.findings import derived_finding, model_finding, refinement_finding
 from policyspec.prove.operations import STATE_BOUND, bound_of, operations_of
 from policyspec.prove.proof_report import ObligationResult, ProofReport
@@ -202,8 +203,15 @@ def plan_target(spec: TargetSpec, only: Sequence[str] = ()) -> TargetPlan:
         origin = subject.abstraction.origin if subject.abstraction else ""
         method = ("one operation at a time from a symbolic pre-state, through the hand-written "
                   f"abstraction pair {origin}")
-    bounds = [STATE_BOUND, *(f"{op}: {bound_of(op)}" for op in ops)]
+    bounds = [STATE_BOUND, *(f"{op}: {_bound(op, derived)}" for op in ops)]
     return TargetPlan(subject, jobs, method, bounds)
+
+
+def _bound(op: str, derived: bool) -> str:
+    """The arguments ``op``'s obligation covers, with the derived pair's
+    variants of the call (policyspec.prove.derived)."""
+    variant = VARIANTS.get(op) if derived else None
+    return bound_of(op) + (f"; {variant}" if variant else "")
 
 
 def prove_target(
