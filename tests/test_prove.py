@@ -74,6 +74,7 @@ from policyspec.prove.crosshair_run import (
 from policyspec.prove.derived import (
     LONG_PROTECTED,
     LONG_TOUCH,
+    STORE,
     call_failure,
     derived_failure,
     variants,
@@ -271,19 +272,28 @@ def test_each_faulty_policy_breaks_a_known_requirement_on_a_known_step(
     assert _broken(_subject(REFERENCES.get(profile, REFERENCE), profile), op, values) is None
 
 
-@pytest.mark.parametrize("target, profile, op, values", [
-    (faulty("size_protected_cut_at_1000"), "core", "evict", (1, 0, 0, 1, 1, 1)),
-    (faulty("size_touch_bulk_makes_busy_idle"), "core", "touch", (0, 1, 0, 1, 0, 1, 0, 0, 0)),
+@pytest.mark.parametrize("target, profile, op, values, requirement", [
+    (faulty("size_protected_cut_at_1000"), "core", "evict", (1, 0, 0, 1, 1, 1),
+     "EVICT-UNPROTECTED"),
+    (faulty("size_touch_bulk_makes_busy_idle"), "core", "touch", (0, 1, 0, 1, 0, 1, 0, 0, 0),
+     "EVICT-IDLE-ONLY"),
     (faulty("hooks/hook_store_miss_needs_a_list"), "arc", "on_store_miss",
-     (0, 0, 0, 1, 0, 1, 0, 0, 0)),
+     (0, 0, 0, 1, 0, 1, 0, 0, 0), "HOOK-TOTAL"),
+    # a refusal of a store of 64 keys: a SHOULD, so only under --strict
+    (faulty("scan_gate_counts_protected"), "core", "evict", (1, 0, 0, 1, 1, 0),
+     "EVICT-LIVENESS"),
 ])
 def test_the_faults_of_long_or_generator_arguments_show_only_in_a_variant(
-    target: str, profile: str, op: str, values: tuple[int, ...]
+    target: str, profile: str, op: str, values: tuple[int, ...], requirement: str
 ) -> None:
+    subject = _subject(target, profile, strict=True)
     state, args = decode(op, values)
     (variant,) = variants(op, state, args)
-    assert call_failure(_subject(target, profile), op, state, args, False) is None
-    assert call_failure(_subject(target, profile), op, state, variant, False) is not None
+    assert call_failure(subject, op, state, args, False) is None
+    failure = call_failure(subject, op, state, variant, False)
+    assert failure is not None and failure.requirement == requirement
+    reference = _subject(REFERENCES.get(profile, REFERENCE), profile, strict=True)
+    assert call_failure(reference, op, state, variant, False) is None
 
 
 def test_a_variant_adds_only_keys_never_stored() -> None:
@@ -291,6 +301,9 @@ def test_a_variant_adds_only_keys_never_stored() -> None:
     ((n, protected),) = variants("evict", state, args)
     added = protected - args[1]
     assert n == 1 and len(added) == LONG_PROTECTED and min(added) > MAX_KEYS
+    state, args = decode("evict", (2, 1, 0, 3, 1, 8))  # only the absent key protected
+    ((n, protected),) = variants("evict", state, args)
+    assert n == 1 and len(protected - args[1]) == STORE and min(protected - args[1]) > MAX_KEYS
     state, args = decode("touch", (1, 0, 0, 1, 0, 1, 0, 0, 0))
     ((keys,),) = variants("touch", state, args)
     assert keys[-1:] == args[0] and len(keys) == LONG_TOUCH + 1 and min(keys[:-1]) > MAX_KEYS
@@ -300,6 +313,7 @@ def test_a_variant_adds_only_keys_never_stored() -> None:
     assert keys_shape("on_store_miss", keys) == "generator"
     # no variant where the call cannot show more: evict(2), a touch of two keys
     assert variants("evict", *decode("evict", (2, 1, 0, 3, 2, 7))) == []
+    assert variants("evict", *decode("evict", (2, 1, 0, 3, 1, 1))) == []  # some protected
     assert variants("touch", *decode("touch", (2, 0, 0, 2, 0, 2, 0, 1, 0))) == []
 
 

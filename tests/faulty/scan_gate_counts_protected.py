@@ -1,4 +1,4 @@
-"""faulty: EVICT-PROTECTED-ABSENT-NEUTRAL engine=metamorphic
+"""faulty: EVICT-PROTECTED-ABSENT-NEUTRAL engine=metamorphic also=EVICT-LIVENESS
 
 Risk pattern 3 of CONTRACT.md section 3 (refusals by design) in a form the
 spec advises against: a scan-resistance gate that refuses to evict for "large"

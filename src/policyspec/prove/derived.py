@@ -31,7 +31,9 @@ real arguments expose would stay out of reach. So some calls are also
 judged a second time, from the same pre-state, with keys never stored
 added: an eviction of one key with every present key protected, with
 ``LONG_PROTECTED`` more protected keys (a policy that honours only so many,
-a fixed buffer); a touch of one key after ``LONG_TOUCH`` others (a bulk
+a fixed buffer), and one that protects no present key, with ``STORE`` keys
+protected (the keys of a store the manager makes room for: a policy that
+weighs a store by its size); a touch of one key after ``LONG_TOUCH`` others (a bulk
 path for long lists); a store miss or an access with one more key, chosen so
 that the keys come as a generator (a policy that needs a list). Keys never
 stored change no answer of the model, so each variant is judged as its
@@ -58,6 +60,7 @@ __all__ = [
     "LONG_TOUCH",
     "NEVER_STORED",
     "REQUEST",
+    "STORE",
     "VARIANTS",
     "call_actions",
     "call_failure",
@@ -80,12 +83,16 @@ LONG_PROTECTED = 4_097
 implementations cut at up to 4,096 (1,000, 1,024, 4,096: the size engine's
 ``LADDER``), so that, in any hash order, a present key is likely to sit
 past such a cut."""
+STORE = 64
+"""Keys never stored a variant protects in an eviction that protects no
+present key: the manager protects the keys it is about to store, and a
+store of 64 blocks (32,768 tokens of 512) is an ordinary one."""
 LONG_TOUCH = 1_025
 """Keys never stored a variant touches first: past 256, 512, 1,000 and
 1,024, where bulk paths start."""
 VARIANTS = {
-    "evict": f"and for n = 1 with every present key protected, the same with {LONG_PROTECTED:,} "
-             "keys never stored added",
+    "evict": f"and for n = 1, the same with {LONG_PROTECTED:,} keys never stored added when "
+             f"every present key is protected, with {STORE} when none is",
     "touch": f"and a list of one key, the same after {LONG_TOUCH:,} keys never stored",
     "on_store_miss": "and the same with one key never stored added, so that the keys come as "
                      "a generator",
@@ -198,8 +205,12 @@ def _as_generator(op: str, keys: tuple[int, ...]) -> tuple[int, ...]:
 def variants(op: str, state: State, args: Sequence[Any]) -> list[tuple[Any, ...]]:
     """The other arguments ``op`` is also judged with from ``state``
     (module docstring, ``VARIANTS``)."""
-    if op == "evict" and args[0] == 1 and state.refs and set(state.refs) <= set(args[1]):
-        return [(1, frozenset(args[1]) | frozenset(_never(LONG_PROTECTED)))]
+    if op == "evict" and args[0] == 1 and state.refs:
+        protected = frozenset(args[1])
+        if set(state.refs) <= protected:
+            return [(1, protected | frozenset(_never(LONG_PROTECTED)))]
+        if not protected & set(state.refs):
+            return [(1, protected | frozenset(_never(STORE)))]
     if op == "touch" and len(args[0]) == 1:
         return [((*_never(LONG_TOUCH), *args[0]),)]
     if op in ("on_store_miss", "on_request_access"):
