@@ -26,16 +26,16 @@ a fresh policy: the minimiser and the reports take it as any finding.
 
 Variants (``variants``): a canonical call names at most four keys, and the
 harness picks the container of a call's keys from the keys themselves
-(policyspec.harness.shapes), so two kinds of fault the size and shape of
+(policyspec.harness.shapes), so faults that only the size or the shape of
 real arguments expose would stay out of reach. So some calls are also
 judged a second time, from the same pre-state, with keys never stored
 added: an eviction of one key with every present key protected, with
 ``LONG_PROTECTED`` more protected keys (a policy that honours only so many,
 a fixed buffer), and one that protects no present key, with ``STORE`` keys
 protected (the keys of a store the manager makes room for: a policy that
-weighs a store by its size); a touch of one key after ``LONG_TOUCH`` others (a bulk
-path for long lists); a store miss or an access with one more key, chosen so
-that the keys come as a generator (a policy that needs a list). Keys never
+weighs a store by its size); a touch of one key after ``LONG_TOUCH`` others
+(a bulk path for long lists); a store miss or an access with one more key,
+chosen so that the keys come as a generator (a policy that needs a list). Keys never
 stored change no answer of the model, so each variant is judged as its
 call is. Only those calls get one: each costs a build and a read-back with
 thousands of keys.
