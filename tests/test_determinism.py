@@ -74,6 +74,11 @@ def test_the_same_budget_does_the_same_work_at_any_load_and_any_jobs(
     assert base[0] == ("pass" if "reference" in target else "fail")
 
 
+CUT_AT_1000 = HERE / "faulty" / "size_protected_cut_at_1000.py"
+"""A policy that honours the first 1,000 keys of ``protected`` in the set's
+own order, which is hash order: what it evicts depends on the hash seed."""
+
+
 def _command_report(tmp_path: Path, hash_seed: str) -> dict[str, Any]:
     """``policyspec check`` started as a user starts it, under a hash seed
     of its environment's choosing."""
@@ -87,11 +92,6 @@ def _command_report(tmp_path: Path, hash_seed: str) -> dict[str, Any]:
     assert done.returncode == 1, done.stderr[-2000:]
     document: dict[str, Any] = json.loads(path.read_text())
     return document
-
-
-CUT_AT_1000 = HERE / "faulty" / "size_protected_cut_at_1000.py"
-"""A policy that honours the first 1,000 keys of ``protected`` in the set's
-own order, which is hash order: what it evicts depends on the hash seed."""
 
 
 def test_the_command_does_the_same_work_under_any_hash_seed(tmp_path: Path) -> None:
