@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from policyspec.adapters import subject_for_class
-from policyspec.engines.cost import CostSettings, Measurement, measure, run_cost
+from policyspec.engines.cost import (
+    CostSettings,
+    Measurement,
+    length_growth,
+    measure,
+    run_cost,
+    superlinear,
+)
 from policyspec.exits import UsageError
 from policyspec.model import operations as ops
 from policyspec.model.evict import commit_evict
@@ -258,3 +265,42 @@ def test_the_slow_policies_are_otherwise_correct(name: str, profile: str) -> Non
                        capacity=8 if profile == "arc" else 64)
     # (no failure; the fast engine alone leaves other engines' MUSTs unjudged)
     assert not report.failures and not report.errors, [f.requirement for f in report.failures]
+
+
+class _TouchRescans(LRUCachePolicy[Any, Any]):
+    """Right answers; every touched key looks at every other key of the call."""
+
+    def touch(self, keys: Iterable[Hashable]) -> None:
+        keys = list(keys)
+        for key in keys:
+            if sum(other in self.blocks for other in keys) and key in self.blocks:
+                super().touch([key])
+
+
+@pytest.mark.parametrize(("name", "requirement"), [
+    ("cost_rescan_per_victim", "COST-EVICT-LINEAR"),
+    ("cost_arc_rescans_per_victim", "COST-EVICT-LINEAR"),
+])
+def test_a_rescan_per_victim_is_superlinear_by_counts(name: str, requirement: str) -> None:
+    """What makes the size and fast engines keep their calls short."""
+    reason = superlinear(faulty(name))
+    assert reason is not None and requirement in reason, reason
+
+
+def test_a_touch_that_rescans_its_keys_is_superlinear() -> None:
+    reason = superlinear(_counting(_TouchRescans))
+    assert reason is not None and "COST-TOUCH-LINEAR" in reason, reason
+
+
+@pytest.mark.parametrize("name", ["lru", "arc", "cost_scan_all"])
+def test_linear_policies_are_not_superlinear(name: str) -> None:
+    """The references, and a policy that scans every block once per evict
+    (linear in the cache, not in n)."""
+    reference = REFERENCES.get(name)
+    assert superlinear(_counting(reference) if reference else faulty(name)) is None
+
+
+def test_keys_not_policyspec_s_are_not_judged() -> None:
+    """Nothing counts their hashes: no growth is claimed."""
+    subject = replace(faulty("cost_rescan_per_victim"), make_key=lambda index: index)
+    assert length_growth(subject) == [] and superlinear(subject) is None

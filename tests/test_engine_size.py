@@ -12,7 +12,9 @@ from test_corpus import load_policy
 from policyspec.adapters import subject_for_class
 from policyspec.cli import build_parser
 from policyspec.commands.check import options_of
+from policyspec.engines.fast import LONG_COST, LONG_FIRST, run_fast
 from policyspec.engines.size import (
+    BUSY_MOST,
     HUGE,
     LENGTH_MOST,
     TIERS,
@@ -23,6 +25,7 @@ from policyspec.engines.size import (
 )
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.sources.sizes import STEEP_MOST
 
 FAULTY = Path(__file__).parent / "faulty"
 
@@ -92,3 +95,26 @@ def test_a_sized_finding_is_reported_at_its_own_capacity() -> None:
     built = next(line for line in failure.repro.splitlines() if "subject.build(" in line)
     capacity = int(built.split("(")[-1].rstrip(")"))
     assert capacity < 64 and f"capacity {capacity}" in failure.message
+
+
+def test_a_policy_superlinear_in_length_gets_scenarios_of_at_most_steep_most() -> None:
+    """A rescan per victim at 16,385 victims is 10^8 steps a call: the
+    engine keeps such a policy's scenarios within STEEP_MOST keys, decided
+    by counts (the same on every machine), and says so."""
+    subject = subject_for_class(load_policy(FAULTY / "cost_rescan_per_victim.py"))
+    run = run_size(subject, get_profile("core"), 0, 5, 64, examples=len(TIERS))
+    assert not run.findings and run.error is None
+    assert STEEP_MOST // 2 < run.counts["largest_capacity"] <= STEEP_MOST + BUSY_MOST + 3
+    assert any("COST-EVICT-LINEAR" in note and f"{STEEP_MOST:,} keys" in note
+               for note in run.notes), run.notes
+
+
+def test_the_fast_engine_makes_no_long_run_for_a_superlinear_policy() -> None:
+    """The first long run is due at example LONG_FIRST once LONG_COST
+    examples' worth of work is left; a superlinear policy gets ordinary
+    examples instead, and the note says why."""
+    subject = subject_for_class(load_policy(FAULTY / "cost_rescan_per_victim.py"))
+    run = run_fast(subject, get_profile("core"), 0, 3, 64, examples=LONG_FIRST + LONG_COST + 1)
+    assert not run.findings and run.error is None
+    assert "long_runs" not in run.counts and run.examples == LONG_FIRST + LONG_COST + 1
+    assert any("no long run" in note and "COST-EVICT-LINEAR" in note for note in run.notes)

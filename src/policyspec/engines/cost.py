@@ -31,7 +31,8 @@ from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Block, Subject, offload_key
 
-__all__ = ["CostSettings", "Measurement", "measure", "run_cost"]
+__all__ = ["GROWTH_PROBE", "CostSettings", "Measurement", "length_growth", "measure", "run_cost",
+           "superlinear"]
 
 ENGINE = "cost"
 
@@ -366,18 +367,24 @@ def measure(subject: Subject, settings: CostSettings = CostSettings()) -> list[M
         return _measure(subject, settings)
 
 
-def _measure(subject: Subject, settings: CostSettings) -> list[Measurement]:
+def _key_source(make_key: Callable[[int], Hashable]) -> Callable[[int, int], list[Hashable]]:
+    """Keys by index range, each made once (a policy may keep them)."""
     made: list[Hashable] = []
-    counting = subject.make_block is Block and subject.make_key is offload_key
-    make_key = subject.make_key
-    if counting:
-        def make_key(index: int) -> Hashable:
-            return _CountingKey(offload_key(index))
 
     def keys(start: int, end: int) -> list[Hashable]:
         made.extend(map(make_key, range(len(made), end)))
         return made[start:end]
 
+    return keys
+
+
+def _counting_key(index: int) -> Hashable:
+    return _CountingKey(offload_key(index))
+
+
+def _measure(subject: Subject, settings: CostSettings) -> list[Measurement]:
+    counting = subject.make_block is Block and subject.make_key is offload_key
+    keys = _key_source(_counting_key if counting else subject.make_key)
     make_block = _CountingBlock if counting else subject.make_block
     big = settings.fewest * settings.factor
     spare = 4 * settings.batch + big
@@ -430,6 +437,54 @@ def _measure(subject: Subject, settings: CostSettings) -> list[Measurement]:
                         "per key"),
             roomy, _touch(settings.fewest, 16), roomy, _touch(big, 1), settings, counting))
     return out
+
+
+GROWTH_PROBE = CostSettings(idle_for_lengths=600, fewest=16, factor=32, rounds=1, samples=1,
+                            slow=float("inf"))
+"""The sizes of ``length_growth``: small enough that a rescan per victim
+costs little there, far enough apart (16 and 512) that it shows."""
+
+
+def length_growth(subject: Subject, settings: CostSettings = GROWTH_PROBE) -> list[Measurement]:
+    """How the work of one call grows with its length, by counts alone:
+    ``evict(n)`` among idle blocks (COST-EVICT-LINEAR's first shape) and,
+    where the policy has it, ``touch`` (COST-TOUCH-LINEAR), one call of each
+    length. Only counts decide (``Measurement.fails_by_count``), so the
+    answer is the same on any machine at any load. Empty when the subject's
+    keys are not policyspec's (nothing to count: a policy in another process,
+    or keys of its own)."""
+    if subject.make_key is not offload_key:
+        return []
+    keys = _key_source(_counting_key)
+    make_block = _CountingBlock if subject.make_block is Block else subject.make_block
+    big = settings.fewest * settings.factor
+    lengths = (f"n = {settings.fewest}", f"n = {big}")
+    with active(subject.environment()):
+        idle = _Filled(subject, keys, make_block, 0, settings.idle_for_lengths, big)
+        out = [_compare(
+            Measurement("COST-EVICT-LINEAR",
+                        f"evict(n) among {settings.idle_for_lengths:,} idle blocks", *lengths,
+                        "per victim"),
+            idle, _evict(settings.fewest, 1), idle, _evict(big, 1), settings, True)]
+        if subject.has("touch"):
+            out.append(_compare(
+                Measurement("COST-TOUCH-LINEAR", "touch", f"{settings.fewest} keys",
+                            f"{big} keys", "per key"),
+                idle, _touch(settings.fewest, 1), idle, _touch(big, 1), settings, True))
+    return out
+
+
+def superlinear(subject: Subject) -> str | None:
+    """Why the work of ``subject``'s calls grows faster than their length,
+    by counts (``length_growth``); None if it does not, or nothing could be
+    counted. The engines that make calls of thousands of keys keep them
+    shorter for such a policy: the same count decides on every machine."""
+    for growth in length_growth(subject):
+        if growth.fails_by_count(GROWTH_PROBE.threshold):
+            return (f"{growth.what} does {growth.count_ratio:.0f} times more work {growth.unit} "
+                    f"with {growth.large} than with {growth.small} (counted; "
+                    f"{growth.requirement} judges the growth)")
+    return None
 
 
 def _compare(

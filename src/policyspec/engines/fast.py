@@ -19,7 +19,9 @@ LONG_FIRST on) is a long run at ``sizes.FAST_LONG_CAPACITY`` (10^5 blocks):
 LONG_STEPS actions from a long source (runs, touches, hook key lists and
 protected sets of hundreds to thousands of keys, evictions of as many),
 swept every LONG_SWEEP actions, on one thread, and cut at half the time the
-engine has left. A long run's failure is played again from the same seed
+engine has left. A policy whose calls' work grows faster than their length
+(``cost.superlinear``, by counts) gets no long run: one of its evictions of
+thousands of keys would take seconds. A long run's failure is played again from the same seed
 at the threshold capacities, smallest first (``_smallest_long``): the
 finding is judged at the smallest that shows it and says so
 (``Finding.capacity``) when the trace is short enough for the lockstep
@@ -50,6 +52,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from time import monotonic
 
+from policyspec.engines.cost import superlinear
 from policyspec.environment import Environment
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.keymap import KeyMap
@@ -69,7 +72,7 @@ from policyspec.sources.clock_steps import CLOCK_SHARE, clock_action, with_clock
 from policyspec.sources.fast_driver import Difference, Driver
 from policyspec.sources.oracle import FastOracle
 from policyspec.sources.request_source import RequestSource
-from policyspec.sources.sizes import CAPACITIES, FAST_LONG_CAPACITY
+from policyspec.sources.sizes import CAPACITIES, FAST_LONG_CAPACITY, STEEP_MOST
 from policyspec.subject import Subject
 from policyspec.witness.minimise import bounded_witness
 from policyspec.witness.reproduce import fails_with, failure_of
@@ -228,6 +231,12 @@ def _run_driver(
             break
         if (long and run.examples % LONG_EVERY == LONG_FIRST
                 and examples - work >= LONG_COST):
+            steep = superlinear(subject) if not longs else None
+            if steep is not None:
+                run.notes.append(f"{steep}: no long run at {FAST_LONG_CAPACITY:,} blocks (the "
+                                 f"size engine still makes calls of up to {STEEP_MOST:,} keys)")
+                long = False
+                continue
             if long_keys is None:
                 long_keys = KeyMap(subject.make_key)
             longs += 1

@@ -35,7 +35,10 @@ the other engines would replay once per key.
 Limits: bisection assumes a fault shows from some size on, and finds the
 smallest size of that scenario (not of every scenario); a refinement
 without a fast oracle (arc) stops at ``LOCKSTEP_MOST`` keys, since
-``Lockstep`` checks every block after every call; no request hooks are
+``Lockstep`` checks every block after every call, and so does a policy
+whose work per victim or per touched key grows with the call's length
+(``cost.superlinear`` counts it before the first scenario: at production
+sizes its calls would take minutes); no request hooks are
 called (the fast driver has none), and a SHOULD difference is only counted
 as seen, not reported (the fast engine reports those).
 """
@@ -47,6 +50,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from dataclasses import dataclass, replace
 from time import monotonic
 
+from policyspec.engines.cost import superlinear
 from policyspec.engines.fast import count_checks
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.keymap import KeyMap
@@ -61,6 +65,7 @@ from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import Run, actions_of
 from policyspec.sources.fast_driver import Difference, Driver
+from policyspec.sources.sizes import STEEP_MOST
 from policyspec.subject import Subject
 from policyspec.witness.minimise import coarse, renumbered
 from policyspec.witness.reproduce import failure_of
@@ -428,6 +433,10 @@ def run_size(
     run = player.checked
     rng = random.Random(seed)
     most = HUGE if player.fast else LOCKSTEP_MOST
+    steep = superlinear(subject) if most > STEEP_MOST else None
+    if steep is not None:
+        most = STEEP_MOST
+        run.notes.append(f"{steep}: scenarios stay within {STEEP_MOST:,} keys")
     sightings = current_sightings()
     largest = 0
     left = round(units * (RATE if player.fast else RATE_LOCKSTEP))

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
-    "CAPACITIES", "FAST_LONG_CAPACITY", "FILL_MOST", "LENGTHS", "THRESHOLDS", "peak_keys",
+    "CAPACITIES", "FAST_LONG_CAPACITY", "FILL_MOST", "LENGTHS", "STEEP_MOST", "THRESHOLDS",
+    "peak_keys",
     "sizes_up_to", "smaller_capacities",
 ]
 
@@ -45,6 +46,13 @@ fills are the fast engine's long runs and the size engine's."""
 
 FAST_LONG_CAPACITY = 100_000
 """The capacity of the fast engine's long runs: a CPU tier of 10^5 chunks."""
+STEEP_MOST = 1_100
+"""The largest size of a scenario for a policy superlinear in a call's
+length: a rescan per victim at this size costs about what a linear policy
+pays at 10^5 keys, so the scenarios still cross the thresholds up to 1,024
+while each call's work stays bounded by the same count on every machine
+(at 16,385 victims one call made 10^8 steps, and crossed the call time
+limit or not depending on the machine's speed)."""
 
 
 def sizes_up_to(sizes: Sequence[int], most: int) -> list[int]:
