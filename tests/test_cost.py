@@ -28,6 +28,7 @@ from policyspec.engines.cost import (
     superlinear,
 )
 from policyspec.exits import UsageError
+from policyspec.harness.watchdog import Watchdog
 from policyspec.model import operations as ops
 from policyspec.model.evict import commit_evict
 from policyspec.model.preconditions import (
@@ -304,3 +305,28 @@ def test_keys_not_policyspec_s_are_not_judged() -> None:
     """Nothing counts their hashes: no growth is claimed."""
     subject = replace(faulty("cost_rescan_per_victim"), make_key=lambda index: index)
     assert length_growth(subject) == [] and superlinear(subject) is None
+
+
+class _RaisesOnLongEvicts(LRUCachePolicy[Any, Any]):
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        if n > 100:
+            raise RuntimeError("too many")
+        return super().evict(n, protected)
+
+
+class _HangsOnLongEvicts(LRUCachePolicy[Any, Any]):
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        while n > 100:
+            pass
+        return super().evict(n, protected)
+
+
+def test_a_policy_that_raises_in_the_growth_probe_is_left_to_the_engines() -> None:
+    """No growth is claimed and nothing escapes: the engines meet the raise
+    at their own sizes and report it with a trace."""
+    assert length_growth(_counting(_RaisesOnLongEvicts)) == []
+
+
+def test_a_policy_that_hangs_in_the_growth_probe_is_ended_by_the_call_limit() -> None:
+    with Watchdog(0.3):
+        assert length_growth(_counting(_HangsOnLongEvicts)) == []

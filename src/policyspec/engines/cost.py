@@ -25,6 +25,8 @@ from time import monotonic, process_time_ns
 from typing import Any
 
 from policyspec.environment import active
+from policyspec.harness.watchdog import CallTimeout
+from policyspec.harness.watchdog import current as watch
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext
@@ -452,25 +454,35 @@ def length_growth(subject: Subject, settings: CostSettings = GROWTH_PROBE) -> li
     length. Only counts decide (``Measurement.fails_by_count``), so the
     answer is the same on any machine at any load. Empty when the subject's
     keys are not policyspec's (nothing to count: a policy in another process,
-    or keys of its own)."""
+    or keys of its own), and when the policy raises or overruns the call
+    time limit on the way: the engines meet that at their own sizes and
+    report it there, with a trace."""
     if subject.make_key is not offload_key:
         return []
     keys = _key_source(_counting_key)
     make_block = _CountingBlock if subject.make_block is Block else subject.make_block
     big = settings.fewest * settings.factor
     lengths = (f"n = {settings.fewest}", f"n = {big}")
-    with active(subject.environment()):
-        idle = _Filled(subject, keys, make_block, 0, settings.idle_for_lengths, big)
-        out = [_compare(
-            Measurement("COST-EVICT-LINEAR",
-                        f"evict(n) among {settings.idle_for_lengths:,} idle blocks", *lengths,
-                        "per victim"),
-            idle, _evict(settings.fewest, 1), idle, _evict(big, 1), settings, True)]
-        if subject.has("touch"):
+    out: list[Measurement] = []
+    watch.op = "the growth probe"
+    watch.restart()
+    try:
+        with active(subject.environment()):
+            idle = _Filled(subject, keys, make_block, 0, settings.idle_for_lengths, big)
             out.append(_compare(
-                Measurement("COST-TOUCH-LINEAR", "touch", f"{settings.fewest} keys",
-                            f"{big} keys", "per key"),
-                idle, _touch(settings.fewest, 1), idle, _touch(big, 1), settings, True))
+                Measurement("COST-EVICT-LINEAR",
+                            f"evict(n) among {settings.idle_for_lengths:,} idle blocks",
+                            *lengths, "per victim"),
+                idle, _evict(settings.fewest, 1), idle, _evict(big, 1), settings, True))
+            if subject.has("touch"):
+                out.append(_compare(
+                    Measurement("COST-TOUCH-LINEAR", "touch", f"{settings.fewest} keys",
+                                f"{big} keys", "per key"),
+                    idle, _touch(settings.fewest, 1), idle, _touch(big, 1), settings, True))
+    except (CallTimeout, Exception):
+        return []
+    finally:
+        watch.op = None
     return out
 
 
