@@ -21,8 +21,8 @@ protected sets of hundreds to thousands of keys, evictions of as many),
 swept every LONG_SWEEP actions, on one thread, and cut at half the time the
 engine has left. A policy whose calls' work grows faster than their length
 (``cost.superlinear``, by counts) gets no long run: one of its evictions of
-thousands of keys would take seconds. A long run's failure is played again from the same seed
-at the threshold capacities, smallest first (``_smallest_long``): the
+thousands of keys would take seconds. A long run's failure is played again
+from the same seed at the threshold capacities, smallest first (``_smallest_long``): the
 finding is judged at the smallest that shows it and says so
 (``Finding.capacity``) when the trace is short enough for the lockstep
 harness (JUDGE_WORK), else it is a note and the size engine judges it.
