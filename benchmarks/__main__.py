@@ -214,8 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     say(f"policyspec benchmarks, {date.today()}, Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs, load average {load:.1f} at the start")
-    say("Times are process CPU time (time waiting for a CPU does not count); "
-        "figures are medians.\n")
+    say("Times are process CPU time (time waiting for a CPU does not count) unless a section "
+        "says wall clock (budgets, jobs, detection, prove: what a user waits); each section "
+        "says how many runs its figures are.\n")
     started = time.monotonic()
     chosen = args.only or list(SECTIONS)
     for name in SECTIONS:
