@@ -40,6 +40,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from policyspec.engines.draws import seed_alone
 from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.harness.sightings import current as current_sightings
 from policyspec.model.actions import Action
@@ -771,7 +772,22 @@ def run_machine(
     every failing trace down (``session``). Hypothesis keeps every example
     of a run until the run ends, so ``chunk`` also sets the peak memory:
     small chunks keep it flat however long the run (benchmarks/results.txt,
-    memory)."""
+    memory). Hypothesis draws from the seed alone (``draws.seed_alone``),
+    whatever else the process has imported."""
+    with seed_alone():
+        return _run_chunks(machine, engine, seed, examples, steps, chunk, database, cap)
+
+
+def _run_chunks(
+    machine: type[CheckedMachine],
+    engine: str,
+    seed: int,
+    examples: int,
+    steps: int,
+    chunk: int,
+    database: ExampleDatabase | None,
+    cap: float | None,
+) -> EngineRun:
     result = EngineRun(engine=engine)
     result.planned = examples
     started = time.monotonic()

@@ -1,0 +1,46 @@
+"""What Hypothesis's draws depend on while an engine runs: the seed alone.
+
+Hypothesis mixes into its draws (one in twenty) constants that it reads
+from the source of every "local" module in ``sys.modules``: modules
+outside site-packages and outside test folders. Which modules those are
+depends on the process: the command imports its other subcommands, a
+pytest session imports conftest files and plugins, an editable install of
+policyspec counts as local and a wheel does not. So the same seed drew
+other examples in ``policyspec check`` than in ``check_target`` or
+``pytest --policy``, and found other faults. While ``seed_alone`` is in
+force, the set of local constants is empty; Hypothesis's own constants,
+the same in every process, stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from hypothesis.internal.conjecture import providers
+from hypothesis.internal.constants_ast import Constants
+
+__all__ = ["seed_alone"]
+
+
+@contextmanager
+def seed_alone() -> Iterator[None]:
+    """Run the body with Hypothesis's local constants empty, and put the
+    scan back afterwards. ``CONSTANTS_CACHE`` holds constants filtered per
+    strategy and is cleared on entry and exit, so nothing drawn before
+    leaks in and nothing from inside leaks out. These are Hypothesis
+    internals: if a release renames them, this does nothing and
+    tests/test_determinism.py says so."""
+    scan = getattr(providers, "_get_local_constants", None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if scan is None or cache is None:
+        yield
+        return
+    none = Constants()
+    providers._get_local_constants = lambda: none
+    cache.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = scan
+        cache.cache.clear()
