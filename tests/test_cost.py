@@ -330,3 +330,22 @@ def test_a_policy_that_raises_in_the_growth_probe_is_left_to_the_engines() -> No
 def test_a_policy_that_hangs_in_the_growth_probe_is_ended_by_the_call_limit() -> None:
     with Watchdog(0.3):
         assert length_growth(_counting(_HangsOnLongEvicts)) == []
+
+
+def test_the_growth_probe_runs_once_per_subject(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The size and fast engines both ask, in the same worker: the second
+    gets the first's answer without calling the policy again."""
+    from policyspec.engines import cost
+
+    probed: list[Subject] = []
+    real = cost.length_growth
+
+    def counted(subject: Subject) -> list[Measurement]:
+        probed.append(subject)
+        return real(subject)
+
+    monkeypatch.setattr(cost, "length_growth", counted)
+    subject = replace(_counting(_TouchRescans), name="asked twice")
+    first, second = superlinear(subject), superlinear(subject)
+    assert first is not None and second == first
+    assert probed == [subject]

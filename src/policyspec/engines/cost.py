@@ -23,6 +23,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from time import monotonic, process_time_ns
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from policyspec.environment import active
 from policyspec.harness.watchdog import CallTimeout
@@ -486,17 +487,25 @@ def length_growth(subject: Subject, settings: CostSettings = GROWTH_PROBE) -> li
     return out
 
 
+_DECIDED: WeakKeyDictionary[Subject, str | None] = WeakKeyDictionary()
+"""``superlinear``'s answers in this process, by subject."""
+
+
 def superlinear(subject: Subject) -> str | None:
     """Why the work of ``subject``'s calls grows faster than their length,
     by counts (``length_growth``); None if it does not, or nothing could be
     counted. The engines that make calls of thousands of keys keep them
-    shorter for such a policy: the same count decides on every machine."""
-    for growth in length_growth(subject):
-        if growth.fails_by_count(GROWTH_PROBE.threshold):
-            return (f"{growth.what} does {growth.count_ratio:.0f} times more work {growth.unit} "
-                    f"with {growth.large} than with {growth.small} (counted; "
-                    f"{growth.requirement} judges the growth)")
-    return None
+    shorter for such a policy: the same count decides on every machine.
+    Decided once per subject and process: the size and fast engines both
+    ask, and a worker may run both."""
+    if subject not in _DECIDED:
+        _DECIDED[subject] = next(
+            (f"{growth.what} does {growth.count_ratio:.0f} times more work {growth.unit} "
+             f"with {growth.large} than with {growth.small} (counted; "
+             f"{growth.requirement} judges the growth)"
+             for growth in length_growth(subject)
+             if growth.fails_by_count(GROWTH_PROBE.threshold)), None)
+    return _DECIDED[subject]
 
 
 def _compare(

@@ -231,7 +231,7 @@ def _run_driver(
             break
         if (long and run.examples % LONG_EVERY == LONG_FIRST
                 and examples - work >= LONG_COST):
-            steep = superlinear(subject) if not longs else None
+            steep = superlinear(subject)
             if steep is not None:
                 run.notes.append(f"{steep}: no long run at {FAST_LONG_CAPACITY:,} blocks (the "
                                  f"size engine still makes calls of up to {STEEP_MOST:,} keys)")
