@@ -15,7 +15,9 @@ what ``policyspec.guard`` costs a policy on the manager workload.
    policy, a wrapper that records nothing (``_Forward``: the floor under
    any recorder that is a Python class in front of the policy), a wrapper
    that only keeps each call's raw objects in a list (``_Keep``: the floor
-   under any recorder in Python, however it arranges its encoding), the guard
+   under any recorder in Python that holds a tuple per call), one that keeps
+   them flat and hands them on as bytes (``_Flat``: the floor under a guard
+   whose encoding runs in a second process), the guard
    in record mode and the guard in check mode (writing the history to a
    file); medians of ``--repeats`` rounds. The figure is the time of the
    replay loop, so it includes the loop's own cost in each variant alike;
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import statistics
 import subprocess
 import sys
@@ -248,8 +251,8 @@ class _Keep(_Forward):
     the call can read (the operation, the key objects, the chunk and its
     ``ref_cnt``, a copy of a key list, the request object), appended as a
     tuple to a list: no ids, no text, no writes. The floor under any
-    recorder written in Python that keeps a history of these calls, however
-    its encoding is arranged (in batches, on another thread). It holds the
+    recorder written in Python that keeps a tuple per call, however its
+    encoding is arranged (in batches, on another thread). It holds the
     last ``_BUFFER`` calls (a deque's C append drops the oldest), as a
     recorder hands its buffer on: a list of hundreds of thousands of tuples
     costs more than the calls themselves in garbage-collector passes."""
@@ -314,6 +317,143 @@ class _Keep(_Forward):
                     tuple(reused_keys), req_context))
 
 
+class _Flat(_Forward):
+    """A wrapper that keeps each call's values one by one in a flat list
+    (an operation code, the keys, ``id()`` of the chunk and of the request,
+    ``ref_cnt``, the lengths of the key lists): no tuple per call, so
+    nothing new for the garbage collector to scan, as ``_Keep``'s tuples
+    are. Every ``_BUFFER`` calls it hands the list on as bytes (``pickle``,
+    written to ``os.devnull``), as a guard would that leaves the encoding,
+    the history file and the judging to a second process. The floor under
+    such a guard in the policy's process; what the second process would
+    spend (one Python step per call, on another core) is not in it."""
+
+    def __init__(self, policy: Any) -> None:
+        super().__init__(policy)
+        self.values: list[Any] = []
+        self._put = self.values.append
+        self._extend = self.values.extend
+        self._calls = 0
+        self._sink = open(os.devnull, "wb")  # noqa: SIM115  # closed by close()
+
+    def _called(self) -> None:
+        self._calls += 1
+        if self._calls % _BUFFER == 0:
+            self.hand_on()
+
+    def hand_on(self) -> None:
+        """What a guard would send to its second process: the values as
+        bytes, the list then emptied."""
+        self._sink.write(pickle.dumps(self.values, pickle.HIGHEST_PROTOCOL))
+        self.values.clear()
+
+    def close(self) -> None:
+        self.hand_on()
+        self._sink.close()
+
+    def get(self, key: Any) -> Any:
+        chunk = self._get(key)
+        put = self._put
+        put(0)
+        put(key)
+        if chunk is not None:
+            put(id(chunk))
+            put(chunk.ref_cnt)
+        else:
+            put(None)
+        self._called()
+        return chunk
+
+    def insert(self, key: Any, chunk: Any, req_context: Any = None) -> None:
+        ref = chunk.ref_cnt
+        self._insert(key, chunk, req_context)
+        put = self._put
+        put(1)
+        put(key)
+        put(id(chunk))
+        put(ref)
+        put(id(req_context))
+        self._called()
+
+    def remove(self, key: Any) -> None:
+        self._remove(key)
+        self._put(2)
+        self._put(key)
+        self._called()
+
+    def touch(self, keys: Any, req_context: Any = None) -> None:
+        kept = tuple(keys)
+        self._touch(kept, req_context)
+        self._keys(3, kept, req_context)
+
+    def evict(self, n: int, protected: Any) -> Any:
+        put = self._put
+        put(4)
+        put(n)
+        self._list(protected)
+        result = self._evict(n, protected)
+        if result is None:
+            put(None)
+        else:
+            put(len(result))
+            for key, chunk in result:
+                put(key)
+                put(id(chunk))
+                put(chunk.ref_cnt)
+        self._called()
+        return result
+
+    def clear(self) -> None:
+        self._clear()
+        self._put(5)
+        self._called()
+
+    def mark_evictable(self, key: Any) -> None:
+        self._mark_e(key)
+        self._put(6)
+        self._put(key)
+        self._called()
+
+    def mark_non_evictable(self, key: Any) -> None:
+        self._mark_ne(key)
+        self._put(7)
+        self._put(key)
+        self._called()
+
+    def on_store_miss(self, keys: Any, req_context: Any) -> None:
+        kept = tuple(keys)
+        self._store_miss(kept, req_context)
+        self._keys(8, kept, req_context)
+
+    def on_request_access(self, keys: Any, req_context: Any) -> None:
+        kept = tuple(keys)
+        self._access(kept, req_context)
+        self._keys(9, kept, req_context)
+
+    def on_request_finished(self, key_groups: Any, insertion_only_keys: Any, reused_keys: Any,
+                            req_context: Any) -> None:
+        self._finish(key_groups, insertion_only_keys, reused_keys, req_context)
+        self._put(10)
+        self._put(id(req_context))
+        self._put(len(key_groups))
+        for group in key_groups:
+            self._list(group)
+        self._list(insertion_only_keys)
+        self._list(reused_keys)
+        self._called()
+
+    def _keys(self, code: int, keys: Any, req_context: Any) -> None:
+        self._put(code)
+        self._put(id(req_context))
+        self._list(keys)
+        self._called()
+
+    def _list(self, keys: Any) -> None:
+        """A key list's length, then its keys (a set's in its own order)."""
+        self._put(len(keys))
+        self._extend(keys)
+
+
 def guard_cost(requests: int, capacity: int, repeats: int, directory: Path
                ) -> tuple[int, dict[str, list[float]], list[float]]:
     """Policy calls, the replay times of each variant, and record mode's
@@ -326,6 +466,7 @@ def guard_cost(requests: int, capacity: int, repeats: int, directory: Path
         "bare": lambda: cls(cache_capacity=capacity),
         "wrapper": lambda: _Forward(cls(cache_capacity=capacity)),
         "keep": lambda: _Keep(cls(cache_capacity=capacity)),
+        "flat": lambda: _Flat(cls(cache_capacity=capacity)),
         "record": lambda: GuardPolicy(capacity, target=cls, mode="record",
                                       history=directory / "record.jsonl"),
         "check": lambda: GuardPolicy(capacity, target=cls, mode="check",

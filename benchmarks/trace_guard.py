@@ -8,9 +8,14 @@ player, vLLM's own ``ReqContext``) around its in-tree LRU four ways, side
 by side in one process, in ``--rounds`` rounds whose order rotates:
 
 * ``bare``: ``cache_policy="lru"``;
-* ``keep``: the same LRU behind ``benchmarks.history._Keep``, the floor
-  under any recorder written in Python (it keeps each call's objects and
-  writes nothing);
+* ``wrapper``: the same LRU behind ``benchmarks.history._Forward``, one
+  Python method per call that records nothing;
+* ``keep``: behind ``benchmarks.history._Keep``, the floor under a
+  recorder in Python that holds a tuple per call (it keeps each call's
+  objects and writes nothing);
+* ``flat``: behind ``benchmarks.history._Flat``, the floor under a guard
+  whose encoding runs in a second process (each call's values appended
+  flat, handed on as bytes);
 * ``record`` and ``check``: ``cache_policy="GuardPolicy"``,
   ``cache_policy_module_path="policyspec.guard"``, the guard around vLLM's
   LRU (``POLICYSPEC_GUARD_TARGET``) writing its history to a temporary
@@ -28,6 +33,7 @@ at most 30%, and record's extra is at most twice the keep floor's.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -39,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 TARGET = "vllm.v1.kv_offload.cpu.policies.lru:LRUCachePolicy"
-VARIANTS = ("bare", "keep", "record", "check")
+VARIANTS = ("bare", "wrapper", "keep", "flat", "record", "check")
 
 
 class TimedManager:
@@ -70,12 +76,13 @@ class TimedManager:
 def build(variant: str, capacity: int, directory: Path, round_: int) -> Any:
     from vllm.v1.kv_offload.cpu.manager import CPUOffloadingManager
 
-    from benchmarks.history import _Keep
+    from benchmarks.history import _Flat, _Forward, _Keep
 
-    if variant in ("bare", "keep"):
+    wrappers = {"wrapper": _Forward, "keep": _Keep, "flat": _Flat}
+    if variant == "bare" or variant in wrappers:
         manager = CPUOffloadingManager(capacity, cache_policy="lru")
-        if variant == "keep":
-            manager._policy = _Keep(manager._policy)
+        if variant in wrappers:
+            manager._policy = wrappers[variant](manager._policy)
         return manager
     os.environ.update({
         "POLICYSPEC_GUARD_TARGET": TARGET,
@@ -84,6 +91,17 @@ def build(variant: str, capacity: int, directory: Path, round_: int) -> Any:
     })
     return CPUOffloadingManager(capacity, cache_policy="GuardPolicy",
                                 cache_policy_module_path="policyspec.guard")
+
+
+def freeze_gc_heap() -> None:
+    """What vLLM's engine core does once it has started, before it serves:
+    every object then alive goes to a generation the garbage collector
+    never scans (``vllm.utils.gc_utils.freeze_gc_heap``), so that the
+    collector's full passes walk what serving made, not torch's and vLLM's
+    heap. Without it a full pass over that heap lands in some plays and not
+    in others, and the bare manager's own time varies by a third."""
+    gc.collect()
+    gc.freeze()
 
 
 def play_once(variant: str, requests: list[Any], capacity: int, directory: Path,
@@ -95,6 +113,7 @@ def play_once(variant: str, requests: list[Any], capacity: int, directory: Path,
     from policyspec.workload.player import Player
 
     manager = build(variant, capacity, directory, round_)
+    gc.collect()  # the garbage of the play before, not this play's to collect
     timed = TimedManager(manager)
     Player(timed, requests, new_context=ReqContext).run()
     policy = manager._policy
@@ -125,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     path = args.trace or str(sample_path())
     capacity = args.capacity or (10_000 if args.trace else 1024)
     requests = list(islice(read_trace(path), args.requests))
+    freeze_gc_heap()
     blocks = sum(len(r.blocks) for r in requests)
     print(f"guard cost on vLLM 0.33.0's CPUOffloadingManager, {Path(path).name}: "
           f"{len(requests):,} requests, {blocks:,} blocks, capacity {capacity:,}; "
