@@ -31,12 +31,10 @@ def seed_alone() -> Iterator[None]:
     try:
         from hypothesis.internal.conjecture import providers
         from hypothesis.internal.constants_ast import Constants
-    except ImportError:
-        yield
-        return
-    scan = getattr(providers, "_get_local_constants", None)
-    cache = getattr(providers, "CONSTANTS_CACHE", None)
-    if scan is None or cache is None:
+
+        scan = providers._get_local_constants
+        cache = providers.CONSTANTS_CACHE
+    except (ImportError, AttributeError):
         yield
         return
     none = Constants()
