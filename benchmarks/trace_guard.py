@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import os
 import statistics
 import sys
@@ -100,6 +101,9 @@ def freeze_gc_heap() -> None:
     collector's full passes walk what serving made, not torch's and vLLM's
     heap. Without it a full pass over that heap lands in some plays and not
     in others, and the bare manager's own time varies by a third."""
+    for module in ("vllm.v1.kv_offload.cpu.manager", "policyspec.guard",
+                   "policyspec.workload.player"):
+        importlib.import_module(module)  # what the plays import (torch with vLLM) is frozen too
     gc.collect()
     gc.freeze()
 

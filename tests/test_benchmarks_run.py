@@ -4,6 +4,8 @@ with the smallest sizes and its figures checked for shape only."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchmarks.engine_speed import measure_engines
 from benchmarks.memory import measure_memory
 from policyspec.engines import ENGINES
@@ -62,3 +64,12 @@ def test_the_detection_curve_counts_calls_to_the_first_sighting() -> None:
     (catch,) = curve.catches
     assert catch.caught and catch.found_after_calls is not None and catch.found_after_calls >= 1
     assert curve.found_after_calls() == (catch.found_after_calls, catch.found_after_calls)
+
+
+def test_the_guard_cost_benchmark_replays_every_variant(tmp_path: Path) -> None:
+    from benchmarks.history import guard_cost
+
+    calls, times, _ = guard_cost(40, 64, 1, tmp_path)
+    assert calls > 0
+    assert set(times) == {"bare", "wrapper", "keep", "flat", "record", "check"}
+    assert all(len(seconds) == 1 and seconds[0] > 0 for seconds in times.values())
