@@ -79,11 +79,11 @@ def build(variant: str, capacity: int, directory: Path, round_: int) -> Any:
 
     from benchmarks.history import _Flat, _Forward, _Keep
 
-    wrappers = {"wrapper": _Forward, "keep": _Keep, "flat": _Flat}
-    if variant == "bare" or variant in wrappers:
+    if variant in ("bare", "wrapper", "keep", "flat"):
         manager = CPUOffloadingManager(capacity, cache_policy="lru")
-        if variant in wrappers:
-            manager._policy = wrappers[variant](manager._policy)
+        wrapper = {"wrapper": _Forward, "keep": _Keep, "flat": _Flat}.get(variant)
+        if wrapper is not None:
+            manager._policy = wrapper(manager._policy)
         return manager
     os.environ.update({
         "POLICYSPEC_GUARD_TARGET": TARGET,
@@ -95,18 +95,21 @@ def build(variant: str, capacity: int, directory: Path, round_: int) -> Any:
 
 
 def freeze_gc_heap() -> None:
-    """What vLLM's engine core does once it has started, before it serves:
+    """Freeze the heap as vLLM's engine core does once it has started,
+    before it serves (vLLM's own ``vllm.utils.gc_utils.freeze_gc_heap``):
     every object then alive goes to a generation the garbage collector
-    never scans (``vllm.utils.gc_utils.freeze_gc_heap``), so that the
-    collector's full passes walk what serving made, not torch's and vLLM's
-    heap. Without it a full pass over that heap lands in some plays and not
-    in others (the bare manager's own time varied by a third), and the keep
-    floor's tuples paid for passes over torch that vLLM never makes."""
+    never scans, so that its full passes walk what serving made, not
+    torch's and vLLM's heap. Without it a full pass over that heap lands in
+    some plays and not in others (the bare manager's own time varied by a
+    third), and the keep floor's tuples paid for passes over torch that
+    vLLM never makes. What the plays import is imported first, to be frozen
+    too."""
     for module in ("vllm.v1.kv_offload.cpu.manager", "policyspec.guard",
                    "policyspec.workload.player"):
-        importlib.import_module(module)  # what the plays import (torch with vLLM) is frozen too
-    gc.collect()
-    gc.freeze()
+        importlib.import_module(module)
+    from vllm.utils.gc_utils import freeze_gc_heap as freeze
+
+    freeze()
 
 
 def play_once(variant: str, requests: list[Any], capacity: int, directory: Path,
