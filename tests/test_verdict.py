@@ -9,6 +9,7 @@ import random
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,8 @@ from policyspec.reports.report import (
     load_report,
 )
 from policyspec.reports.report import dumps as report_json
-from policyspec.reports.verdict import decide, exit_code, unjudged_musts
-from policyspec.session import run_check
+from policyspec.reports.verdict import decide, exit_code, judged_strictly, unjudged_musts
+from policyspec.session import check_target, run_check
 from policyspec.testing import assert_requirement
 
 HERE = Path(__file__).parent
@@ -102,6 +103,40 @@ def test_strict_fails_on_a_should_and_a_stale_known_failing_entry_fails() -> Non
     assert decide([], should, strict=False).name == "pass"
     assert decide([], should, strict=True).name == "fail"
     assert decide([], [], strict=False, stale=["known.txt:1: ..."]).name == "fail"
+
+
+def test_the_plain_run_judged_strictly_is_the_strict_run() -> None:
+    """Strictness changes the verdict only, so the pytest plugin judges one
+    run both ways (a plain and a strict suite class of one policy): the
+    plain run of a design that breaks a SHOULD, judged strictly, is the
+    strict run's report."""
+    gate = f"{HERE / 'correct' / 'admission_gate.py'}:Policy"
+    options = CheckOptions(budget=0.3, seed=0, jobs=1, capacity=16, capacity_fixed=True)
+    plain = check_target(gate, "core", options)
+    strict = check_target(gate, "core", replace(options, strict=True))
+    assert any(f.level == "SHOULD" for f in plain.failures), plain.failures
+    judged = judged_strictly(plain)
+    assert (plain.verdict, strict.verdict) == ("pass", "fail")
+    assert (judged.verdict, judged.verdict_reason) == (strict.verdict, strict.verdict_reason)
+    assert judged.stats["strict"] and not plain.stats["strict"]
+    assert [(f.requirement, f.trace) for f in judged.failures] == [
+        (f.requirement, f.trace) for f in strict.failures]
+    assert judged_strictly(judged) is judged
+
+
+def test_a_strict_judgement_keeps_a_fail_s_reason_and_fails_an_incomplete_run() -> None:
+    def report(verdict: str, reason: str, *failures: FailureReport) -> Report:
+        return Report("t:P", "core", verdict, [], list(failures), {"strict": False},
+                      errors=["fast: boom"] if "error" in reason else [],
+                      verdict_reason=reason)
+
+    failed = report("fail", "1 engine error listed above", failure("EVICT-UNPROTECTED"))
+    assert (judged_strictly(failed).verdict, judged_strictly(failed).verdict_reason) == (
+        "fail", "1 engine error listed above")
+    cut = "the time limit stopped the run at 40% of its work"
+    assert judged_strictly(report("incomplete", cut)).verdict_reason == cut
+    assert judged_strictly(report("incomplete", cut, failure("GET-PURE", "SHOULD"))).verdict \
+        == "fail"
 
 
 def test_a_failure_outranks_an_interruption_which_outranks_unjudged() -> None:

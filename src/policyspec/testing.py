@@ -21,7 +21,7 @@ import pytest
 
 from policyspec.registry import load_registry, requirements_for
 from policyspec.reports.report import FAIL, NA, NOT_TESTED, XFAIL, Report
-from policyspec.reports.verdict import unjudged_musts
+from policyspec.reports.verdict import judged_strictly, unjudged_musts
 from policyspec.witness.steps import numbered
 
 __all__ = ["ConformanceSuite", "assert_requirement", "report_for", "terminal_progress"]
@@ -32,7 +32,7 @@ REFERENCE_BUDGET = 5.0
 """Work units of a conformance module's check of a bundled reference
 (``ConformanceSuite.default_budget``)."""
 
-_Key = tuple[str, str, str | float, int, int | None, bool, int | None, float | None]
+_Key = tuple[str, str, str | float, int, int | None, int | None, float | None]
 _REPORTS: dict[_Key, Report] = {}
 
 
@@ -41,24 +41,24 @@ def report_for(
     jobs: int | None = None, strict: bool = False, capacity: int | None = None,
     *, progress: Callable[[str], None] | None = None, time_limit: float | None = None,
 ) -> Report:
-    """The report of one check, computed once per session and cached.
+    """The report of one check, computed once per session and cached
+    (``strict`` judges the same run: ``judged_strictly``).
     ``capacity`` None: the check's default (engines may draw sizes);
     ``progress`` gets the check's progress lines, as ``policyspec check``
     prints them; ``time_limit``: the wall-time cap (``--time-limit``)."""
     label = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
-    key = (label, profile, budget, seed, jobs, strict, capacity, time_limit)
+    key = (label, profile, budget, seed, jobs, capacity, time_limit)
     if key not in _REPORTS:
         from policyspec.options import CheckOptions
         from policyspec.session import check_target
 
         # The same run set-up as policyspec check (stand-ins for the whole
         # run, watchdog, ...), hence the same verdict.
-        options = CheckOptions(budget=budget, seed=seed, jobs=jobs, strict=strict,
-                               time_limit=time_limit)
+        options = CheckOptions(budget=budget, seed=seed, jobs=jobs, time_limit=time_limit)
         if capacity is not None:
             options = replace(options, capacity=capacity, capacity_fixed=True)
         _REPORTS[key] = check_target(target, profile, options, progress=progress)
-    return _REPORTS[key]
+    return judged_strictly(_REPORTS[key]) if strict else _REPORTS[key]
 
 
 def assert_requirement(report: Report, requirement: str) -> None:

@@ -27,7 +27,7 @@ The rule, first match wins (spec/report.md, "Verdicts"):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from policyspec.exits import (
     EXIT_CONFORMS,
@@ -36,7 +36,7 @@ from policyspec.exits import (
     EXIT_UNJUDGED,
     EXIT_USAGE,
 )
-from policyspec.reports.report import NA, NOT_TESTED, FailureReport, RequirementStatus
+from policyspec.reports.report import NA, NOT_TESTED, FailureReport, Report, RequirementStatus
 
 __all__ = [
     "ERROR",
@@ -50,6 +50,7 @@ __all__ = [
     "counts",
     "decide",
     "exit_code",
+    "judged_strictly",
     "unjudged_musts",
 ]
 
@@ -113,6 +114,23 @@ def decide(
         count = len(open_)
         return Verdict(UNJUDGED, f"{count} MUST{'s' if count > 1 else ''} not judged: {shown}")
     return Verdict(PASS)
+
+
+def judged_strictly(report: Report) -> Report:
+    """The report ``--strict`` gives of the same run: strictness changes
+    the verdict only, never the engines' work, so one run is judged both
+    ways (``policyspec.testing``: a plain and a strict suite class of one
+    policy share a check). The failures, statuses and counts are shared."""
+    if report.stats.get("strict"):
+        return report
+    verdict = report.verdict
+    decided = decide(report.requirements, report.failures, strict=True, errors=report.errors,
+                     interrupted=verdict == INTERRUPTED,
+                     incomplete=report.verdict_reason if verdict == INCOMPLETE else None)
+    if verdict == FAIL:  # a MUST failed: strictness adds nothing, the reason stays
+        decided = Verdict(FAIL, report.verdict_reason)
+    return replace(report, verdict=decided.name, verdict_reason=decided.reason,
+                   stats={**report.stats, "strict": True})
 
 
 def exit_code(verdict: str, failures: bool) -> int:
