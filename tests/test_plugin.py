@@ -99,3 +99,42 @@ def test_a_suite_class_can_be_strict_and_choose_its_capacity(tmp_path: Path) -> 
     assert xfailed and all("TestPlain" in line for line in xfailed), xfailed
     assert {line.split("[")[1].split("]")[0] for line in failed} == {
         line.split("[")[1].split("]")[0] for line in xfailed}
+
+
+def test_the_workers_of_pytest_n_share_one_check(tmp_path: Path) -> None:
+    """Under pytest-xdist the first worker to need a check runs it and the
+    others read its report: the target is imported by one process only,
+    and the tests have the outcomes of a run without workers."""
+    imports = tmp_path / "imports.txt"
+    (tmp_path / "marked.py").write_text(textwrap.dedent(
+        f"""
+        import os
+
+        with open({str(imports)!r}, "a") as log:
+            log.write(f"{{os.getpid()}}\\n")
+        """
+    ) + FAULTY)
+    (tmp_path / "test_mine.py").write_text(textwrap.dedent(
+        """
+        from policyspec.testing import ConformanceSuite
+
+
+        class TestMarked(ConformanceSuite):
+            target = "marked.py:Policy"
+            profile = "core"
+            budget = 1
+        """
+    ))
+
+    def outcomes(done: subprocess.CompletedProcess[str]) -> set[str]:
+        return {line.split(" - ")[0] for line in done.stdout.splitlines()
+                if line.startswith("FAILED")}
+
+    shared = pytest_run(tmp_path, "-n", "2", "-vv", "--policy-jobs", "1", "test_mine.py")
+    assert shared.returncode == 1, shared.stdout[-2000:]
+    assert "[gw0]" in shared.stdout and "[gw1]" in shared.stdout, shared.stdout[-2000:]
+    assert len(set(imports.read_text().split())) == 1, imports.read_text()
+    imports.unlink()
+    alone = pytest_run(tmp_path, "-p", "no:xdist", "--policy-jobs", "1", "test_mine.py")
+    assert outcomes(shared) == outcomes(alone)
+    assert any("EVICT-UNPROTECTED" in line for line in outcomes(shared)), shared.stdout[-2000:]

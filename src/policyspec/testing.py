@@ -4,7 +4,8 @@
 ``policy_class``) and ``profile`` gets one test per requirement of that
 profile, each passing, failing with the minimal trace and a repro, or
 skipped as N/A. Several subclasses in one run check several policies; the
-check itself runs once per (target, profile, budget, seed) and is shared.
+check itself runs once per (target, profile, budget, seed) and is shared,
+also by the workers of ``pytest -n N`` (pytest-xdist).
 
     class TestMyPolicy(ConformanceSuite):
         target = "my_pkg.policy:MyPolicy"
@@ -13,14 +14,25 @@ check itself runs once per (target, profile, budget, seed) and is shared.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from policyspec.registry import load_registry, requirements_for
-from policyspec.reports.report import FAIL, NA, NOT_TESTED, XFAIL, Report
+from policyspec.reports.report import (
+    FAIL,
+    NA,
+    NOT_TESTED,
+    XFAIL,
+    Report,
+    dumps,
+    load_report,
+    write_atomic,
+)
 from policyspec.reports.verdict import judged_strictly, unjudged_musts
 from policyspec.witness.steps import numbered
 
@@ -40,12 +52,16 @@ def report_for(
     target: str | type, profile: str, budget: str | float = "quick", seed: int = 0,
     jobs: int | None = None, strict: bool = False, capacity: int | None = None,
     *, progress: Callable[[str], None] | None = None, time_limit: float | None = None,
+    share_in: Path | None = None,
 ) -> Report:
     """The report of one check, computed once per session and cached
     (``strict`` judges the same run: ``judged_strictly``).
     ``capacity`` None: the check's default (engines may draw sizes);
     ``progress`` gets the check's progress lines, as ``policyspec check``
-    prints them; ``time_limit``: the wall-time cap (``--time-limit``)."""
+    prints them; ``time_limit``: the wall-time cap (``--time-limit``);
+    ``share_in``: a directory the processes of one run share (pytest-xdist's
+    workers), where the first to need a check leaves its report for the
+    others (``_shared``)."""
     label = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
     key = (label, profile, budget, seed, jobs, capacity, time_limit)
     if key not in _REPORTS:
@@ -57,8 +73,35 @@ def report_for(
         options = CheckOptions(budget=budget, seed=seed, jobs=jobs, time_limit=time_limit)
         if capacity is not None:
             options = replace(options, capacity=capacity, capacity_fixed=True)
-        _REPORTS[key] = check_target(target, profile, options, progress=progress)
+
+        def run() -> Report:
+            return check_target(target, profile, options, progress=progress)
+
+        _REPORTS[key] = run() if share_in is None else _shared(share_in, key, run)
     return judged_strictly(_REPORTS[key]) if strict else _REPORTS[key]
+
+
+def _shared(directory: Path, key: _Key, run: Callable[[], Report]) -> Report:
+    """The report of ``key``'s check, made once for all the processes that
+    share ``directory``: the first to ask runs it and writes its JSON
+    report there, under a lock the others wait on; they read that report
+    (it round-trips exactly). Without POSIX locks (Windows) each process
+    runs its own check. A check that raises leaves nothing: the next
+    process runs it again and meets the same error."""
+    try:
+        import fcntl
+    except ImportError:
+        return run()
+    directory.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(repr(key).encode()).hexdigest()[:32]
+    with open(directory / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        path = directory / f"{name}.json"
+        if path.exists():
+            return load_report(path)
+        report = run()
+        write_atomic(path, dumps(report))
+        return report
 
 
 def assert_requirement(report: Report, requirement: str) -> None:
@@ -118,9 +161,8 @@ class ConformanceSuite:
     """What a conformance module checks when no policy is named anywhere
     (this repository's own CI): the reference LRU under lru by default."""
     default_budget: ClassVar[str | float] = REFERENCE_BUDGET
-    """The budget of that check when no budget is named either: each xdist
-    worker of the test command makes its own check of each reference, and
-    the references' whole checks at quick are tests/test_references.py's
+    """The budget of that check when no budget is named either: the
+    references' whole checks at quick are tests/test_references.py's
     (marked slow)."""
 
     def _choice(self, config: pytest.Config) -> tuple[str | type, str, str | float, int]:
@@ -162,8 +204,22 @@ class ConformanceSuite:
         capacity = self.capacity or request.config.getoption("policy_capacity", None)
         report = report_for(target, profile, budget, seed, jobs, strict, capacity,
                             progress=terminal_progress(request.config),
-                            time_limit=request.config.getoption("policy_time_limit", None))
+                            time_limit=request.config.getoption("policy_time_limit", None),
+                            share_in=_xdist_shared(request))
         assert_requirement(report, requirement_id)
+
+
+def _xdist_shared(request: pytest.FixtureRequest) -> Path | None:
+    """Where the workers of one ``pytest -n N`` run share their checks:
+    beside their temporary directories (in the run's own directory, which
+    pytest creates and prunes), named after the run's id, so that no other
+    run's report is ever read. None outside a pytest-xdist worker."""
+    worker: dict[str, object] | None = getattr(request.config, "workerinput", None)
+    run = worker.get("testrunuid") if worker is not None else None
+    if not isinstance(run, str) or not run.isalnum():
+        return None
+    factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+    return factory.getbasetemp().parent / f"policyspec-checks-{run}"
 
 
 def terminal_progress(config: pytest.Config) -> Callable[[str], None] | None:
