@@ -79,11 +79,11 @@ def build(variant: str, capacity: int, directory: Path, round_: int) -> Any:
 
     from benchmarks.history import _Flat, _Forward, _Keep
 
-    if variant in ("bare", "wrapper", "keep", "flat"):
+    wrappers = {"wrapper": _Forward, "keep": _Keep, "flat": _Flat}
+    if variant == "bare" or variant in wrappers:
         manager = CPUOffloadingManager(capacity, cache_policy="lru")
-        wrapper = {"wrapper": _Forward, "keep": _Keep, "flat": _Flat}.get(variant)
-        if wrapper is not None:
-            manager._policy = wrapper(manager._policy)
+        if variant in wrappers:
+            manager._policy = wrappers[variant](manager._policy)
         return manager
     os.environ.update({
         "POLICYSPEC_GUARD_TARGET": TARGET,

@@ -124,13 +124,14 @@ def judged_strictly(report: Report) -> Report:
     if report.stats.get("strict"):
         return report
     verdict = report.verdict
+    strict_stats = {**report.stats, "strict": True}
+    if verdict == FAIL:  # a MUST failed: strictness adds nothing, the reason stays
+        return replace(report, stats=strict_stats)
     decided = decide(report.requirements, report.failures, strict=True, errors=report.errors,
                      interrupted=verdict == INTERRUPTED,
                      incomplete=report.verdict_reason if verdict == INCOMPLETE else None)
-    if verdict == FAIL:  # a MUST failed: strictness adds nothing, the reason stays
-        decided = Verdict(FAIL, report.verdict_reason)
     return replace(report, verdict=decided.name, verdict_reason=decided.reason,
-                   stats={**report.stats, "strict": True})
+                   stats=strict_stats)
 
 
 def exit_code(verdict: str, failures: bool) -> int:
