@@ -19,7 +19,12 @@ by side in one process, in ``--rounds`` rounds whose order rotates:
 * ``record`` and ``check``: ``cache_policy="GuardPolicy"``,
   ``cache_policy_module_path="policyspec.guard"``, the guard around vLLM's
   LRU (``POLICYSPEC_GUARD_TARGET``) writing its history to a temporary
-  directory, in each mode; its closing flush counts.
+  directory, in each mode; its closing flush counts;
+* with ``--c``, ``c-forward`` and ``c-record``: behind the prototype
+  recorder of ``benchmarks/crecord.c``, compiled for the run (a C compiler
+  and Python's headers needed), forwarding only, then recording (the
+  floor under a guard whose record path is C, keeping the guard's maps
+  and writing fixed-width binary records, encoded nowhere).
 
 The figure is the manager's wall time: ``time.perf_counter`` summed over
 every call the player makes of the manager (its lookups, loads, stores,
@@ -35,9 +40,12 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import importlib.util
 import os
 import statistics
+import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
@@ -47,6 +55,9 @@ from typing import Any
 
 TARGET = "vllm.v1.kv_offload.cpu.policies.lru:LRUCachePolicy"
 VARIANTS = ("bare", "wrapper", "keep", "flat", "record", "check")
+C_VARIANTS = ("c-forward", "c-record")
+_C: dict[str, Any] = {}
+"""The compiled prototype (``crecord``) and its sink, set by ``compile_c``."""
 
 
 class TimedManager:
@@ -79,7 +90,11 @@ def build(variant: str, capacity: int, directory: Path, round_: int) -> Any:
 
     from benchmarks.history import _Flat, _Forward, _Keep
 
-    wrappers = {"wrapper": _Forward, "keep": _Keep, "flat": _Flat}
+    wrappers: dict[str, Callable[[Any], Any]] = {"wrapper": _Forward, "keep": _Keep, "flat": _Flat}
+    if _C:
+        recorder, sink = _C["module"].Recorder, _C["sink"]
+        wrappers["c-forward"] = lambda policy: recorder(policy, sink, 1)
+        wrappers["c-record"] = lambda policy: recorder(policy, sink, 0)
     if variant == "bare" or variant in wrappers:
         manager = CPUOffloadingManager(capacity, cache_policy="lru")
         if variant in wrappers:
@@ -92,6 +107,22 @@ def build(variant: str, capacity: int, directory: Path, round_: int) -> Any:
     })
     return CPUOffloadingManager(capacity, cache_policy="GuardPolicy",
                                 cache_policy_module_path="policyspec.guard")
+
+
+def compile_c(directory: Path) -> None:
+    """Compile ``benchmarks/crecord.c`` into ``directory`` with the C
+    compiler Python was built with, import it, and open the sink its
+    records go to (``os.devnull``)."""
+    source = Path(__file__).with_name("crecord.c")
+    out = directory / f"crecord{sysconfig.get_config_var('EXT_SUFFIX')}"
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()
+    subprocess.run([*compiler, "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                    str(source), "-o", str(out)], check=True)
+    spec = importlib.util.spec_from_file_location("crecord", out)
+    assert spec is not None and spec.loader is not None, out
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _C.update(module=module, sink=open(os.devnull, "wb").write)  # noqa: SIM115  # for the run
 
 
 def freeze_gc_heap() -> None:
@@ -148,23 +179,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="cache size in blocks (default 10,000; 1,024 for the sample)")
     parser.add_argument("--requests", type=int, default=None, help="only the first N requests")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--c", action="store_true",
+                        help="also the prototype C recorder (benchmarks/crecord.c)")
     args = parser.parse_args(argv)
+    variants = VARIANTS + C_VARIANTS if args.c else VARIANTS
     path = args.trace or str(sample_path())
     capacity = args.capacity or (10_000 if args.trace else 1024)
     requests = list(islice(read_trace(path), args.requests))
+    build_dir = tempfile.TemporaryDirectory(prefix="policyspec-crecord-")
+    if args.c:
+        compile_c(Path(build_dir.name))
     freeze_gc_heap()
     blocks = sum(len(r.blocks) for r in requests)
     print(f"guard cost on vLLM 0.33.0's CPUOffloadingManager, {Path(path).name}: "
           f"{len(requests):,} requests, {blocks:,} blocks, capacity {capacity:,}; "
           f"{args.rounds} rounds; load average {os.getloadavg()[0]:.1f} at the start",
           flush=True)
-    seconds: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    cpu: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    seconds: dict[str, list[float]] = {v: [] for v in variants}
+    cpu: dict[str, list[float]] = {v: [] for v in variants}
     calls = 0
     with tempfile.TemporaryDirectory(prefix="policyspec-trace-guard-") as tmp:
         directory = Path(tmp)
         for round_ in range(args.rounds):
-            order = VARIANTS[round_ % len(VARIANTS):] + VARIANTS[:round_ % len(VARIANTS)]
+            turn = round_ % len(variants)
+            order = variants[turn:] + variants[:turn]
             for variant in order:
                 wall, used, recorded = play_once(variant, requests, capacity, directory, round_)
                 seconds[variant].append(wall)
@@ -173,18 +211,23 @@ def main(argv: list[str] | None = None) -> int:
     print(f"   {calls:,} policy calls per play (the guard's count)")
     for name, figures in (("wall", seconds), ("CPU", cpu)):
         bare = statistics.median(figures["bare"])
-        for variant in VARIANTS:
+        for variant in variants:
             median = statistics.median(figures[variant])
             runs = ", ".join(f"{s:.3f}" for s in figures[variant])
-            print(f"   {variant:<7} manager {name:<4} {median:7.3f} s  "
+            print(f"   {variant:<9} manager {name:<4} {median:7.3f} s  "
                   f"{median / bare - 1:+7.1%} of bare   (runs: {runs})")
         keep, record, check = (statistics.median(figures[v]) for v in ("keep", "record", "check"))
         floor = keep - bare
         print(f"   {name}: record adds {record / bare - 1:.1%} (target <= 10%), check "
               f"{check / bare - 1:.1%} (target <= 30%); record's extra is "
               f"{(record - bare) / floor if floor > 0 else 0:.2f}x the keep floor's (target <= 2)")
+        if args.c:
+            compiled = statistics.median(figures["c-record"])
+            print(f"   {name}: the C recorder adds {compiled / bare - 1:.1%}; its extra is "
+                  f"{(compiled - bare) / floor if floor > 0 else 0:.2f}x the keep floor's")
     print(f"(load average {os.getloadavg()[0]:.1f} at the end)")
     gc.unfreeze()  # as vLLM's engine core at shutdown: the last collection frees what was frozen
+    build_dir.cleanup()
     return 0
 
 
