@@ -4,7 +4,13 @@ with the smallest sizes and its figures checked for shape only."""
 
 from __future__ import annotations
 
+import shutil
+import sysconfig
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
 
 from benchmarks.engine_speed import measure_engines
 from benchmarks.memory import measure_memory
@@ -73,3 +79,40 @@ def test_the_guard_cost_benchmark_replays_every_variant(tmp_path: Path) -> None:
     assert calls > 0
     assert set(times) == {"bare", "wrapper", "keep", "flat", "record", "check"}
     assert all(len(seconds) == 1 and seconds[0] > 0 for seconds in times.values())
+
+
+def test_the_prototype_c_recorder_forwards_and_records_every_call(tmp_path: Path) -> None:
+    """benchmarks/crecord.c (``trace_guard --c``) compiles, passes every
+    call and result through unchanged, and counts the calls it records."""
+    from benchmarks import trace_guard
+    from policyspec.reference import LRU033CachePolicy
+    from policyspec.vllm.standins.keys import ReqContext
+
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    if shutil.which(compiler) is None or not headers.exists():
+        pytest.skip("no C compiler or no Python headers here")
+    trace_guard.compile_c(tmp_path)
+    sink: list[bytes] = []
+    recorder: Any = trace_guard._C["module"].Recorder(LRU033CachePolicy(4), sink.append, 0)
+    bare: Any = LRU033CachePolicy(4)
+    ctx = ReqContext("r")
+    ctx._offload_key_positions.update({b"a": 0, b"b": 1})
+    calls = 0
+    policy: Any
+    for policy in (recorder, bare):
+        blocks = {key: SimpleNamespace(ref_cnt=-1, chunk_id=i) for i, key in enumerate(b"abc")}
+        policy.on_store_miss([b"a", b"b"], ctx)
+        for key, block in blocks.items():
+            policy.insert(bytes([key]), block, ctx)
+            block.ref_cnt = 0
+            policy.mark_evictable(bytes([key]))
+        got = [policy.get(b"a"), policy.get(b"z")]
+        policy.mark_non_evictable(b"a")
+        evicted = policy.evict(1, {b"a"})
+        policy.on_request_finished(((b"a", b"b"),), {b"b"}, set(), ctx)
+        policy.remove(b"c")
+        if policy is recorder:
+            calls, first = recorder.records(), (got, evicted)
+    assert (got, evicted) == first and got[0] is not None and evicted
+    assert calls == 13 and not sink  # buffers go to the sink every 8,192 records
