@@ -186,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     path = args.trace or str(sample_path())
     capacity = args.capacity or (10_000 if args.trace else 1024)
     requests = list(islice(read_trace(path), args.requests))
-    build_dir = tempfile.TemporaryDirectory(prefix="policyspec-crecord-")
-    if args.c:
+    build_dir = tempfile.TemporaryDirectory(prefix="policyspec-crecord-") if args.c else None
+    if build_dir is not None:
         compile_c(Path(build_dir.name))
     freeze_gc_heap()
     blocks = sum(len(r.blocks) for r in requests)
@@ -227,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{(compiled - bare) / floor if floor > 0 else 0:.2f}x the keep floor's")
     print(f"(load average {os.getloadavg()[0]:.1f} at the end)")
     gc.unfreeze()  # as vLLM's engine core at shutdown: the last collection frees what was frozen
-    build_dir.cleanup()
+    if build_dir is not None:
+        build_dir.cleanup()
     return 0
 
 
