@@ -42,6 +42,7 @@ import gc
 import importlib
 import importlib.util
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -109,15 +110,25 @@ def build(variant: str, capacity: int, directory: Path, round_: int) -> Any:
                                 cache_policy_module_path="policyspec.guard")
 
 
+def _compiler() -> list[str]:
+    """The C compiler Python was built with, as a command."""
+    return (sysconfig.get_config_var("CC") or "cc").split()
+
+
+def can_compile_c() -> bool:
+    """Whether ``compile_c`` can work here: a C compiler and Python's headers."""
+    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
+    return shutil.which(_compiler()[0]) is not None and headers.exists()
+
+
 def compile_c(directory: Path) -> None:
-    """Compile ``benchmarks/crecord.c`` into ``directory`` with the C
-    compiler Python was built with, import it, and open the sink its
-    records go to (``os.devnull``)."""
+    """Compile ``benchmarks/crecord.c`` into ``directory`` with ``_compiler``,
+    import it, and open the sink its records go to (``os.devnull``)."""
     source = Path(__file__).with_name("crecord.c")
     out = directory / f"crecord{sysconfig.get_config_var('EXT_SUFFIX')}"
-    compiler = (sysconfig.get_config_var("CC") or "cc").split()
-    subprocess.run([*compiler, "-O2", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
-                    str(source), "-o", str(out)], check=True)
+    include = sysconfig.get_paths()["include"]
+    subprocess.run([*_compiler(), "-O2", "-shared", "-fPIC", f"-I{include}", str(source), "-o",
+                    str(out)], check=True)
     spec = importlib.util.spec_from_file_location("crecord", out)
     assert spec is not None and spec.loader is not None, out
     module = importlib.util.module_from_spec(spec)

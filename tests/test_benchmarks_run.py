@@ -4,8 +4,6 @@ with the smallest sizes and its figures checked for shape only."""
 
 from __future__ import annotations
 
-import shutil
-import sysconfig
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -88,9 +86,7 @@ def test_the_prototype_c_recorder_forwards_and_records_every_call(tmp_path: Path
     from policyspec.reference import LRU033CachePolicy
     from policyspec.vllm.standins.keys import ReqContext
 
-    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
-    headers = Path(sysconfig.get_paths()["include"]) / "Python.h"
-    if shutil.which(compiler) is None or not headers.exists():
+    if not trace_guard.can_compile_c():
         pytest.skip("no C compiler or no Python headers here")
     trace_guard.compile_c(tmp_path)
     sink: list[bytes] = []

@@ -2,11 +2,11 @@
 with the quick budget and a fixed seed, against vLLM's own modules (not
 policyspec's stand-ins): the LRU passes its release's exact profile
 (lru-0.33, lru-0.34), whose run judges every core requirement too (it
-includes core; a core run of its own, the same engines without
-request-memory, cost CI a minute per release), and lru up to vLLM 0.30 (from 0.31 it fails
-exactly LRU-MARK-RECENCY, by design: HEAP_LRU; 0.34's has no touch, so
-lru's touch clause does not apply); the ARC passes core and its release's
-exact profile (arc, arc-0.34).
+includes core: a core run of its own would repeat the same engines'
+work), and lru up to vLLM 0.30 (from 0.31 it fails exactly
+LRU-MARK-RECENCY, by design: HEAP_LRU; 0.34's has no touch, so lru's touch
+clause does not apply); the ARC passes core and its release's exact
+profile (arc, arc-0.34).
 
 Runs only where vLLM's policy modules import: .ci/vllm.sh installs vLLM
 0.33.0 and 0.34.0 on the CPU and runs it in each (README, "Checking against
