@@ -6,9 +6,10 @@ and nothing else, and compares the cost per unit. A growth-free operation
 gives a ratio near 1, a linear one about 100; the verdict threshold is 10.
 Time is process CPU time (waiting for the CPU does not count); each round
 alternates the two configurations and keeps the median of a few samples;
-the verdict takes the median ratio over the rounds. Where the policy gets
-plain policyspec blocks and keys, reads of ``ref_cnt`` and hashes of keys
-are counted too (exact and repeatable), and a growth in those beyond the
+the verdict takes the median ratio over the rounds. Where the policy lives
+in this process and takes policyspec's keys (``engines.counting``: vLLM's
+status classes included), reads of ``ref_cnt`` and hashes of keys are
+counted too (exact and repeatable), and a growth in those beyond the
 threshold fails whatever the clock says.
 
 Every call goes through the caller contract: blocks are inserted in flight,
@@ -25,6 +26,7 @@ from time import monotonic, process_time_ns
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from policyspec.engines.counting import Counter, counted, counting_blocks, counting_key
 from policyspec.environment import active
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
@@ -32,7 +34,7 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
-from policyspec.subject import Block, Subject, offload_key
+from policyspec.subject import Subject, offload_key
 
 __all__ = ["GROWTH_PROBE", "CostSettings", "Measurement", "length_growth", "measure", "run_cost",
            "superlinear"]
@@ -123,37 +125,6 @@ class Measurement:
 
 def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.2f} µs"
-
-
-_COUNTED = [0]
-"""Element operations so far: reads of a _CountingBlock's ref_cnt, hashes
-of a _CountingKey."""
-
-
-class _CountingBlock(Block):
-    """A policyspec block that counts reads of ``ref_cnt``."""
-
-    __slots__ = ("_ref",)
-
-    @property
-    def ref_cnt(self) -> int:
-        _COUNTED[0] += 1
-        return self._ref
-
-    @ref_cnt.setter
-    def ref_cnt(self, value: int) -> None:
-        self._ref = value
-
-
-class _CountingKey(bytes):
-    """An OffloadKey-format key that counts its hashes: every dict or set
-    lookup of a key hashes it once."""
-
-    __slots__ = ()
-
-    def __hash__(self) -> int:
-        _COUNTED[0] += 1
-        return bytes.__hash__(self)
 
 
 class _Filled:
@@ -268,13 +239,13 @@ class _Timed:
     counted = 0
 
     def __enter__(self) -> _Timed:
-        self._counted = _COUNTED[0]
+        self._counter = Counter()
         self._start = process_time_ns()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.spent = process_time_ns() - self._start
-        _Timed.counted += _COUNTED[0] - self._counted
+        _Timed.counted += self._counter.looks
 
 
 def _get(cache: _Filled, settings: CostSettings) -> tuple[int, int]:
@@ -381,14 +352,12 @@ def _key_source(make_key: Callable[[int], Hashable]) -> Callable[[int, int], lis
     return keys
 
 
-def _counting_key(index: int) -> Hashable:
-    return _CountingKey(offload_key(index))
-
-
 def _measure(subject: Subject, settings: CostSettings) -> list[Measurement]:
-    counting = subject.make_block is Block and subject.make_key is offload_key
-    keys = _key_source(_counting_key if counting else subject.make_key)
-    make_block = _CountingBlock if counting else subject.make_block
+    factories = counted(subject)
+    counting = not isinstance(factories, str)
+    make_block, make_key = (subject.make_block, subject.make_key) if isinstance(
+        factories, str) else factories
+    keys = _key_source(make_key)
     big = settings.fewest * settings.factor
     spare = 4 * settings.batch + big
 
@@ -460,8 +429,9 @@ def length_growth(subject: Subject, settings: CostSettings = GROWTH_PROBE) -> li
     report it there, with a trace."""
     if subject.make_key is not offload_key:
         return []
-    keys = _key_source(_counting_key)
-    make_block = _CountingBlock if subject.make_block is Block else subject.make_block
+    keys = _key_source(counting_key)
+    make_block = subject.make_block if subject.in_child else (
+        counting_blocks(subject.make_block) or subject.make_block)
     big = settings.fewest * settings.factor
     lengths = (f"n = {settings.fewest}", f"n = {big}")
     out: list[Measurement] = []

@@ -27,7 +27,7 @@ from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 from policyspec.witness.explain import culprit
 from policyspec.witness.minimise import bounded_witness
-from policyspec.witness.render import describe, repro
+from policyspec.witness.render import describe, measurement_repro, repro
 from policyspec.witness.reproduce import fails_with, failure_of
 from policyspec.witness.shrink import shrink
 
@@ -98,7 +98,10 @@ def finish(
                             f"{rid}: {message}", marks,
                             placeholders=subject.placeholders,
                             judged=(profile.name, rid) if replays else None,
-                            api=subject.api if subject.fits else None, seed=seed),
+                            api=subject.api if subject.fits else None, seed=seed)
+                if finding.trace else measurement_repro(
+                    subject.name, profile.name, finding.engine, rid,
+                    api=subject.api if subject.fits else None),
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
                                        finding.trace, rid, replay=minimise),

@@ -241,7 +241,8 @@ class Report:
                 f"  {failure.message}",
                 f"  {_found(failure)}",
                 f"  minimal trace ({_steps(len(failure.trace))}, found by {failure.engine}"
-                f"{_witness(failure)}):",
+                f"{_witness(failure)}):" if failure.trace else
+                f"  no trace: a measurement by the {failure.engine} engine",
                 *[f"    {line}" for line in numbered(failure.trace)],
                 "  reproduce:",
                 *[f"    {line}" for line in failure.repro.rstrip().splitlines()],

@@ -17,7 +17,7 @@ from policyspec.harness.shapes import keys_shape, set_shape
 from policyspec.model.actions import REQUEST_ACTIONS, Action, expand
 from policyspec.model.state import State
 
-__all__ = ["clock_step", "describe", "repro", "trace_literal"]
+__all__ = ["clock_step", "describe", "measurement_repro", "repro", "trace_literal"]
 
 
 def describe(action: Action, marks: bool = True) -> str:
@@ -99,6 +99,24 @@ def _passed(shape: str, keys: Sequence[int]) -> str:
         return f"dict.fromkeys([{inner}]).keys()"
     return f"[{inner}]"
 
+
+def measurement_repro(target: str, profile: str, engine: str, requirement: str,
+                      api: str | None = None) -> str:
+    """A standalone Python snippet rerunning the measurement behind a
+    finding without a trace (the evict-linear and cost engines: the work of
+    one call at two sizes), ending with the assertion that it passes."""
+    kept = f", api={api!r}" if api is not None else ""
+    return "\n".join([
+        "from policyspec.adapters import load_subject",
+        "from policyspec.profiles import get_profile",
+        "from policyspec.session import run_check",
+        "",
+        f"# {requirement} is a measurement by the {engine} engine, not a trace of calls.",
+        f"subject = load_subject({target!r}{kept})",
+        f"report = run_check(subject, get_profile({profile!r}), engines=[{engine!r}])",
+        f"assert {requirement!r} not in {{f.requirement for f in report.failures}}, "
+        "report.to_text()",
+    ]) + "\n"
 
 
 def repro(
