@@ -25,16 +25,21 @@ from policyspec.subject import Block, Subject
 from policyspec.vllm.standins import policies
 
 FAULTY = Path(__file__).parent / "faulty" / "arc_v05_rescans_per_victim.py"
+DEDUPS = Path(__file__).parent / "faulty" / "arc_v09_dedups_victims_in_a_list.py"
 RID = "ARC-EVICT-LINEAR"
 
 
-def _rescanning() -> type:
-    spec = importlib.util.spec_from_file_location("faulty_arc_v05", FAULTY)
+def _policy(path: Path) -> type:
+    spec = importlib.util.spec_from_file_location(f"faulty_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     found: type = module.Policy
     return found
+
+
+def _rescanning() -> type:
+    return _policy(FAULTY)
 
 
 def _run(subject: Subject) -> EngineRun:
@@ -93,6 +98,13 @@ def test_a_linear_arc_passes_every_shape(make_block: Any) -> None:
     assert not run.findings and run.checked[RID] == 4, run.notes
 
 
+def test_a_list_scan_per_victim_is_counted_by_its_key_comparisons() -> None:
+    """V9's ``(k, b) not in candidates``: no more hashes or block reads,
+    only comparisons of keys grow with the size."""
+    run = _run(subject_for_class(_policy(DEDUPS)))
+    assert [f.requirement for f in run.findings] == [RID]
+
+
 def test_counting_blocks_stay_of_the_policys_type_and_count_each_read() -> None:
     factories = counted(_on_chunks(ARCCachePolicy))
     assert not isinstance(factories, str)
@@ -105,6 +117,8 @@ def test_counting_blocks_stay_of_the_policys_type_and_count_each_read() -> None:
     assert counter.looks == 1
     hash(make_key(3))
     assert counter.looks == 2
+    assert make_key(3) in [make_key(2), make_key(3)]  # a list scan: two comparisons
+    assert counter.looks == 4
 
 
 def test_a_policy_in_another_process_is_not_judged() -> None:

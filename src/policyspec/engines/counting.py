@@ -1,5 +1,5 @@
 """Counting how often a policy looks at its entries: reads of a block's
-``ref_cnt`` and hashes of its keys.
+``ref_cnt``, hashes of its keys and comparisons of keys.
 
 The engines that bound a policy's work (evict-linear, cost) count these
 instead of reading a clock wherever they can: a count is the same on
@@ -8,7 +8,11 @@ of its own class that adds no storage, so that an existing object can be
 switched to it (``__class__``) and stays an instance of the type the
 policy expects (vLLM's ``ChunkStatus``, a ctypes structure, included).
 Keys are counted as ``CountingKey``, vLLM's OffloadKey format (bytes)
-whose every hash is counted: each dict or set lookup hashes a key once.
+whose every hash and comparison is counted: each dict or set lookup hashes
+a key once, and a scan of a list (``in``, ``index``, ``remove``) compares
+it with each element it passes. What escapes the count is work that
+touches neither: copying or sorting a list of entries without reading
+them.
 """
 
 from __future__ import annotations
@@ -36,13 +40,17 @@ class Counter:
 
 
 class CountingKey(bytes):
-    """An OffloadKey-format key that counts its hashes."""
+    """An OffloadKey-format key that counts its hashes and comparisons."""
 
     __slots__ = ()
 
     def __hash__(self) -> int:
         _LOOKS[0] += 1
         return bytes.__hash__(self)
+
+    def __eq__(self, other: object) -> bool:
+        _LOOKS[0] += 1
+        return bytes.__eq__(self, other)
 
 
 def counting_key(index: int) -> Hashable:

@@ -9,7 +9,8 @@ engine fills a fresh policy through the caller contract in four shapes
 interleaved; pinned blocks in front of the idle ones) and evicts a half or
 a quarter of what it holds in one call, at two sizes ``GROWTH`` times
 apart. The work is counted, never timed (``engines.counting``: reads of
-``ref_cnt`` and hashes of keys, the same on any machine under any load):
+``ref_cnt``, hashes and comparisons of keys, the same on any machine under
+any load):
 the looks per block held plus victim may grow at most ``STEEPER`` times
 from the small size to the large one. A policy whose looks cannot be
 counted (one in another process) leaves the requirement not judged.
@@ -154,7 +155,7 @@ def run_evict_linear(
                 f"evict({small.n}) on {small.size:,} blocks {small.looks:,} times "
                 f"({small.per_block:.1f}): {growth:.1f} times more per block at {GROWTH} "
                 f"times the size; the spec allows O(blocks + n), growth at most "
-                f"{STEEPER:g} (looks: reads of ref_cnt and hashes of keys)"),
+                f"{STEEPER:g} (looks: reads of ref_cnt, hashes and comparisons of keys)"),
                 (), ENGINE, shrunk=True))
             break
     run.seconds = monotonic() - started
