@@ -19,6 +19,7 @@ from policyspec.engines.counting import Counter, counted
 from policyspec.engines.evict_linear import STEEPER, run_evict_linear
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
+from policyspec.reports.markdown import run_markdown
 from policyspec.run.result import EngineRun
 from policyspec.session import run_check
 from policyspec.subject import Block, Subject
@@ -146,5 +147,6 @@ def test_its_finding_reproduces_as_the_measurement_it_is() -> None:
     (failure,) = report.failures
     assert failure.requirement == RID and not failure.trace
     assert "no trace: a measurement by the evict-linear engine" in report.to_text()
+    assert f"{RID}: a measurement: its snippet" in run_markdown(report)
     with pytest.raises(AssertionError, match=RID):
         exec(compile(failure.repro, "repro.py", "exec"), {})

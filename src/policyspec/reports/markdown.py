@@ -56,8 +56,9 @@ def run_markdown(report: Report) -> str:
              for f in report.failures],
         )
         first = report.failures[0]
-        lines += ["", f"<details><summary>{first.requirement}: minimal trace and snippet"
-                  "</summary>", "", *[f"{i}. {step}" for i, step in enumerate(first.trace, 1)],
+        shown = "minimal trace and snippet" if first.trace else "a measurement: its snippet"
+        lines += ["", f"<details><summary>{first.requirement}: {shown}</summary>", "",
+                  *[f"{i}. {step}" for i, step in enumerate(first.trace, 1)],
                   "", "```python", first.repro.rstrip(), "```", "", "</details>"]
     for error in report.errors:
         lines.append(f"- error: {error}")
