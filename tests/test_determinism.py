@@ -4,9 +4,10 @@ minimal traces with ``--jobs 1`` and ``--jobs 2``, and on a machine busy
 with three CPU-bound processes. Nothing here is timed: a busy machine makes
 the runs longer, and the test says they did the same work.
 
-The faulty policy is one the quick budget finds late (vLLM 0.33.0's ARC
-learning from a ghost hit in insert: the stateful engine, seconds into the
-run), so the finding, its minimisation and the blame all run."""
+The budget is a third of quick (5 units): every engine still runs, and the
+faulty policy is one it finds late (vLLM 0.33.0's ARC learning from a ghost
+hit in insert: the stateful engine, seconds into the run), so the finding,
+its minimisation and the blame all run."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def busy(processes: int = 3) -> Iterator[None]:
                          ids=["reference-lru", "arc033_adapts_in_insert"])
 def test_the_same_budget_does_the_same_work_at_any_load_and_any_jobs(
         target: str, profile: str, capacity: int | None) -> None:
-    options = CheckOptions(budget="quick", seed=5, jobs=2)
+    options = CheckOptions(budget=5, seed=5, jobs=2)
     if capacity is not None:
         options = replace(options, capacity=capacity, capacity_fixed=True)
     chosen = get_profile(profile)
