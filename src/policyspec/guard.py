@@ -12,6 +12,11 @@ policy as ``cls(cache_capacity=n)`` and passes nothing else:
 * ``POLICYSPEC_GUARD_TARGET``: the wrapped policy, ``module:Class`` or
   ``path/to/file.py:Class`` (required);
 * ``POLICYSPEC_GUARD_MODE``: ``record`` (default) or ``check``;
+* ``POLICYSPEC_GUARD_JUDGE``: where check mode judges, ``inline`` (default:
+  in the caller's thread, at every call) or ``process`` (in a child process
+  fed each buffer of records as it is written: the caller pays for
+  recording only, and violations are logged a buffer late; with ``log``
+  only, ``policyspec.history.judge_process``);
 * ``POLICYSPEC_GUARD_HISTORY``: the history file (default
   ``policyspec-history.jsonl``; a ``{pid}`` in it is replaced);
 * ``POLICYSPEC_GUARD_ON_VIOLATION``: ``log`` (default) or ``raise``;
@@ -55,6 +60,7 @@ from typing import Any
 from policyspec.history import format as fmt
 from policyspec.history.core import CoreJudge, Violation
 from policyspec.history.judge import in_place_exact
+from policyspec.history.judge_process import JudgeProcess, reported_online
 from policyspec.history.texts import CLOSED, NUMBERS, TextIds
 from policyspec.history.writer import DEFAULT_KEEP, DEFAULT_MAX_BYTES, SegmentWriter
 
@@ -80,6 +86,7 @@ log = logging.getLogger("policyspec.guard")
 ENV = {
     "target": "POLICYSPEC_GUARD_TARGET",
     "mode": "POLICYSPEC_GUARD_MODE",
+    "judge": "POLICYSPEC_GUARD_JUDGE",
     "history": "POLICYSPEC_GUARD_HISTORY",
     "on_violation": "POLICYSPEC_GUARD_ON_VIOLATION",
     "max_bytes": "POLICYSPEC_GUARD_MAX_BYTES",
@@ -269,6 +276,7 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         max_bytes: int | None = None,
         segments: int | None = None,
         api: str | None = None,
+        judge: str | None = None,
     ) -> None:
         env = os.environ.get
         self.cache_capacity = cache_capacity
@@ -286,6 +294,15 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         if self.on_violation not in ("log", "raise"):
             raise ValueError("policyspec.guard: on_violation must be log or raise, not "
                              f"{self.on_violation!r}")
+        self.judging = judge or env(ENV["judge"], "inline")
+        """Where check mode judges: ``inline`` or ``process``."""
+        if self.judging not in ("inline", "process"):
+            raise ValueError("policyspec.guard: judge must be inline or process, not "
+                             f"{self.judging!r}")
+        if self.judging == "process" and (self.mode, self.on_violation) != ("check", "log"):
+            raise ValueError("policyspec.guard: the judge process judges check mode and logs "
+                             f"what it finds; mode is {self.mode}, on_violation "
+                             f"{self.on_violation} (raise needs the inline judge)")
         path = str(history or env(ENV["history"], "policyspec-history.jsonl"))
         self.path = Path(path.replace("{pid}", str(os.getpid())))
         self.policy = cls(cache_capacity=cache_capacity)
@@ -344,12 +361,17 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._thread = threading.get_ident()
         self._threads: dict[int, int] = {self._thread: 0}
         self._lock = threading.Lock()
-        self._online = self.mode == "check"
+        self._online = self.mode == "check" and self.judging == "inline"
         self.judge = CoreJudge(cache_capacity, ordered=in_place_exact(), sink=self._violation)
         """Judges every call online in check mode (each record as it is
         read back from its text: the judge sees what the history holds);
         idle in record mode (its work would double the guard's cost: the
-        guard's own few maps give the headers' state)."""
+        guard's own few maps give the headers' state) and with the judge
+        process."""
+        self._judge_process = JudgeProcess(cache_capacity, self._report) if (
+            self.judging == "process") else None
+        """The same judge in a child process, fed at each flush (its
+        ``judged``: the calls it judged, once closed)."""
         self.writer = SegmentWriter(
             self.path, self._header,
             max_bytes=max_bytes or int(env(ENV["max_bytes"], str(DEFAULT_MAX_BYTES))),
@@ -416,13 +438,16 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._flushed += len(buffer)
             self._calls += len(buffer) - self._markers
             self._markers = 0
+            text = "\n".join(buffer) + "\n"
             if not self._broken:
                 try:
-                    self.writer.write("\n".join(buffer) + "\n")
+                    self.writer.write(text)
                 except (OSError, ValueError) as exc:  # a full disk must not fail the caller
                     self._broken = True
                     log.error("policyspec.guard: cannot write %s (%s); recording stops, the "
                               "policy runs on", self.path, exc)
+            if self._judge_process is not None:
+                self._judge_process.send(text)
             if len(self._ids) > _FORGET_AT:
                 self._buffer.append(f"[{fmt.FORGET},{self._ids.forget(self._held)}]")
                 self._markers += 1
@@ -440,8 +465,15 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         return self._flushed + len(self._buffer)
 
     def close(self) -> None:
-        """Flush and close the history (also run at interpreter exit)."""
+        """Flush and close the history (also run at interpreter exit); with
+        the judge process, wait for its last answers."""
         self.flush()
+        if self._judge_process is not None:
+            self._judge_process.close()
+            judged = self._judge_process.judged
+            if judged is not None and judged != self.calls:
+                log.error("policyspec.guard: the judge process judged %d of %d calls",
+                          judged, self.calls)
         try:
             self.writer.close()
         except OSError as exc:
@@ -449,9 +481,12 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         _open_guards.discard(self)
 
     def _violation(self, violation: Violation) -> None:
-        if not self._online or violation.profile != "core" or (
-                violation.requirement in _SHOULD):
-            return  # online: core's MUSTs and the caller contract only
+        if self._online:
+            self._report(violation)
+
+    def _report(self, violation: Violation) -> None:
+        if not reported_online(violation):
+            return
         self.violations.append(violation)
         log.error("policyspec.guard: %s", _text(violation))
         if self.on_violation == "raise":
@@ -775,13 +810,6 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._positions.pop(r, None)
 
 
-def _should_ids() -> frozenset[str]:
-    from policyspec.registry import load_registry
-
-    return frozenset(rid for rid, r in load_registry().items() if r.level == "SHOULD")
-
-
-_SHOULD = _should_ids()
 _open_guards: weakref.WeakSet[GuardPolicy] = weakref.WeakSet()
 
 

@@ -35,6 +35,9 @@ def add_parser(sub: Any) -> None:
                         help="chunks of the manager's pool (default 32)")
     parser.add_argument("--mode", choices=("record", "check"), default="record",
                         help="the guard's mode (check also judges core online)")
+    parser.add_argument("--judge", choices=("inline", "process"), default="inline",
+                        help="where check mode judges: in the calling thread (default) or in "
+                        "a second process fed as the history is written")
     parser.add_argument("--api", choices=("R9", "R10"), default=None,
                         help="the revision to drive a policy that fits both as (default: "
                         "the installed vLLM's, else the newest: R10)")
@@ -45,22 +48,23 @@ def add_parser(sub: Any) -> None:
 
 def record(target: str, out: str, *, calls: int, seed: int = 0, capacity: int = 32,
            mode: str = "record", two_threads: bool = False, api: str | None = None,
-           ) -> tuple[Any, BaseException | None]:
+           judge: str = "inline") -> tuple[Any, BaseException | None]:
     """The guard after the run, and what stopped it early (None: nothing)."""
     from policyspec.adapters import installed
 
     with installed():  # vLLM stand-ins for the whole run when vLLM is missing
         return _record(target, out, calls=calls, seed=seed, capacity=capacity, mode=mode,
-                       two_threads=two_threads, api=api)
+                       two_threads=two_threads, api=api, judge=judge)
 
 
 def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode: str,
-            two_threads: bool, api: str | None) -> tuple[Any, BaseException | None]:
+            two_threads: bool, api: str | None, judge: str,
+            ) -> tuple[Any, BaseException | None]:
     from policyspec.guard import GuardPolicy
     from policyspec.vllm.manager import OffloadingManagerEmulation, release_for
     from policyspec.vllm.traffic import TrafficConfig, drive
 
-    guard = GuardPolicy(capacity, target=target, mode=mode, history=out, api=api)
+    guard = GuardPolicy(capacity, target=target, mode=mode, history=out, api=api, judge=judge)
     release = release_for(guard.api)
     manager = OffloadingManagerEmulation(guard, capacity, release=release)
     touch = TrafficConfig.touch if release == "0.33" else 0.0
@@ -93,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         guard, stopped = record(args.target, args.out, calls=args.calls, seed=args.seed,
                                 capacity=args.capacity, mode=args.mode,
-                                two_threads=args.two_threads, api=args.api)
+                                two_threads=args.two_threads, api=args.api, judge=args.judge)
     except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
     seconds = time.monotonic() - started
