@@ -67,23 +67,25 @@ class JudgeProcess:
         # The child imports this very policyspec, however the parent found it.
         home = str(Path(__file__).resolve().parents[2])
         path = os.environ.get("PYTHONPATH")
-        self.child: subprocess.Popen[bytes] | None = subprocess.Popen(
-            [sys.executable, "-m", "policyspec.history.judge_process", str(capacity)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": home + (os.pathsep + path if path else "")})
+        self._backlog = bytearray()
+        self._answers = bytearray()
+        self.judged: int | None = None
+        """The calls the child judged, once it has ended normally."""
+        self.child: subprocess.Popen[bytes] | None = None
+        try:
+            self.child = subprocess.Popen(
+                [sys.executable, "-m", "policyspec.history.judge_process", str(capacity)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": home + (os.pathsep + path if path else "")})
+        except OSError as exc:
+            log.error("policyspec.guard: cannot start the judge process (%s); recording goes "
+                      "on without judging", exc)
+            return
         assert self.child.stdin is not None and self.child.stdout is not None
         self._to = self.child.stdin.fileno()
         self._from = self.child.stdout.fileno()
         os.set_blocking(self._to, False)
         os.set_blocking(self._from, False)
-        self._backlog = bytearray()
-        self._answers = bytearray()
-        self.judged: int | None = None
-        """The calls the child judged, once it has ended normally."""
-
-    @property
-    def judging(self) -> bool:
-        return self.child is not None
 
     def send(self, text: str) -> None:
         """Hand records (JSON lines) to the child; collect its answers."""
