@@ -30,9 +30,11 @@ FAULTY = Path(__file__).parent / "faulty"
 IN_TREE = "vllm.v1.kv_offload.cpu.policies.lru:LRUCachePolicy"
 
 
-def _run(monkeypatch: pytest.MonkeyPatch, target: str, history: Path, mode: str) -> object:
+def _run(monkeypatch: pytest.MonkeyPatch, target: str, history: Path, mode: str,
+         judge: str = "inline") -> object:
     monkeypatch.setenv("POLICYSPEC_GUARD_TARGET", target)
     monkeypatch.setenv("POLICYSPEC_GUARD_MODE", mode)
+    monkeypatch.setenv("POLICYSPEC_GUARD_JUDGE", judge)
     monkeypatch.setenv("POLICYSPEC_GUARD_HISTORY", str(history))
     logging.getLogger("policyspec.guard").setLevel(logging.CRITICAL)
     manager = CPUOffloadingManager(16, cache_policy="GuardPolicy",
@@ -76,21 +78,25 @@ def test_the_in_tree_lru_under_the_guard_conforms_to_core_and_its_exact_lru(
                       for p in verdict.profiles if p.judged or p.first))
 
 
+@pytest.mark.parametrize("judge", ["inline", "process"])
 @pytest.mark.parametrize(("stem", "requirement"), [
     ("v01_ignores_protected", "EVICT-UNPROTECTED"),
     ("v09_evicts_in_flight_first", "EVICT-IDLE-ONLY"),
 ])
 def test_a_faulty_policy_under_the_guard_fails_under_its_id_online_and_offline(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stem: str, requirement: str,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stem: str, requirement: str, judge: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Online in check mode, its judge inline or in a second process
+    (POLICYSPEC_GUARD_JUDGE), and offline from the history: the same first
+    violation."""
     history = tmp_path / "faulty.jsonl"
-    guard = _run(monkeypatch, f"{FAULTY / stem}.py:Policy", history, "check")
+    guard = _run(monkeypatch, f"{FAULTY / stem}.py:Policy", history, "check", judge)
     online = [v for v in guard.violations if v.kind == "policy"]  # type: ignore[attr-defined]
     assert online and online[0].requirement == requirement
     core = judge_paths([history], ("core",)).profiles[0]
     assert core.first is not None and core.first.requirement == requirement
     assert core.first.call == online[0].call
-    _show(capsys, f"guard around {stem} in the real CPUOffloadingManager: online "
+    _show(capsys, f"guard around {stem} in the real CPUOffloadingManager: online ({judge}) "
           f"{online[0].requirement} at call {online[0].call:,} ({len(online)} violations), "
           f"check-history core: no, {core.first.requirement} at call {core.first.call:,}")
