@@ -27,8 +27,9 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from policyspec.history.core import CoreJudge, Violation
 from policyspec.history.judge import in_place_exact
@@ -39,6 +40,11 @@ log = logging.getLogger("policyspec.guard")
 
 BACKLOG_MOST = 64 << 20
 """Bytes of records the child may fall behind by before judging stops."""
+PIPE_BYTES = 1 << 20
+"""The pipe's buffer to the child (Linux's most for an unprivileged process
+by default)."""
+_START_WAIT = 60.0
+"""Seconds the guard waits for the child to be ready."""
 _CLOSE_WAIT = 60.0
 """Seconds the guard's close waits for the child to judge what it holds."""
 
@@ -81,9 +87,22 @@ class JudgeProcess:
             log.error("policyspec.guard: cannot start the judge process (%s); recording goes "
                       "on without judging", exc)
             return
+        import fcntl  # POSIX only, as vLLM: the guard imports this module anywhere
+        import select
+
         assert self.child.stdin is not None and self.child.stdout is not None
         self._to = self.child.stdin.fileno()
         self._from = self.child.stdout.fileno()
+        with contextlib.suppress(AttributeError, OSError):  # Linux only; a limit may refuse
+            # A buffer's worth of records at once (64 KB, the default, is a
+            # quarter of one): the child is fed at each flush, not between.
+            fcntl.fcntl(self._to, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        # The child is ready (imported, its judge built) before the policy's
+        # first call: the calls never wait for its start.
+        ready, _, _ = select.select([self._from], [], [], _START_WAIT)
+        if not ready or not os.read(self._from, 64).startswith(b'{"ready"'):
+            self._failed(f"it did not start within {_START_WAIT:g} s")
+            return
         os.set_blocking(self._to, False)
         os.set_blocking(self._from, False)
 
@@ -191,14 +210,37 @@ def main(argv: list[str] | None = None) -> int:
             out.flush()
 
     judge = CoreJudge(int(args[0]), ordered=in_place_exact(), sink=answer)
+    out.write('{"ready": true}\n')
+    out.flush()
     try:
-        judge.feed(json.loads(line) for line in sys.stdin.buffer if line.strip())
+        for records in _batches(sys.stdin.buffer.fileno()):
+            judge.feed(records)
     except Exception as exc:  # the parent logs it and stops judging
         out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
     else:
         out.write(json.dumps({"judged": judge.call + 1}) + "\n")
     out.flush()
     return 0
+
+
+def _batches(fd: int) -> Iterator[list[Any]]:
+    """The records of the lines read from ``fd``, a batch per read: each
+    batch parsed as one JSON array (one call into the parser, not one per
+    record: the child must keep pace with the guard)."""
+    pending = b""
+    while chunk := os.read(fd, 1 << 20):
+        data = pending + chunk
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            pending = data
+            continue
+        pending = data[cut + 1:]
+        lines = b",".join(filter(None, data[:cut].split(b"\n")))
+        if lines:
+            batch: list[Any] = json.loads(b"[" + lines + b"]")
+            yield batch
+    if pending.strip():
+        yield [json.loads(pending)]
 
 
 if __name__ == "__main__":
