@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +88,17 @@ def test_an_unknown_judge_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="judge must be inline or process"):
         GuardPolicy(8, target=LRUCachePolicy, mode="check", judge="thread",
                     history=tmp_path / "h.jsonl")
+
+
+def test_a_judge_process_that_does_not_start_leaves_the_guard_recording(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # ends at once, never ready
+    path = tmp_path / "h.jsonl"
+    with caplog.at_level(logging.ERROR, logger="policyspec.guard"):
+        guard = GuardPolicy(8, target=LRUCachePolicy, mode="check", judge="process",
+                            history=path)
+        _calls(guard, 0, 50)
+        guard.close()
+    assert guard._judge_process is not None and guard._judge_process.child is None
+    assert any("did not start" in r.getMessage() for r in caplog.records)
+    assert guard.calls == 200 and not guard.violations
