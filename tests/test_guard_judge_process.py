@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,3 +104,15 @@ def test_a_judge_process_that_does_not_start_leaves_the_guard_recording(
     assert guard._judge_process is not None and guard._judge_process.child is None
     assert any("did not start" in r.getMessage() for r in caplog.records)
     assert guard.calls == 200 and not guard.violations
+
+
+def test_a_ctrl_c_to_the_process_group_does_not_cut_the_judging(tmp_path: Path) -> None:
+    guard = GuardPolicy(8, target=LRUCachePolicy, mode="check", judge="process",
+                        history=tmp_path / "h.jsonl")
+    _calls(guard, 0, 100)
+    judge = guard._judge_process
+    assert judge is not None and judge.child is not None
+    os.kill(judge.child.pid, signal.SIGINT)
+    _calls(guard, 100, 100)
+    guard.close()
+    assert judge.judged == guard.calls == 800

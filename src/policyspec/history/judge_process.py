@@ -25,6 +25,7 @@ import functools
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -244,4 +245,7 @@ def _batches(fd: int) -> Iterator[list[Any]]:
 
 
 if __name__ == "__main__":
+    # The child ends when its input does: a Ctrl-C meant for the server (the
+    # whole process group gets it) must not cut the judging of what was sent.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise SystemExit(main())
