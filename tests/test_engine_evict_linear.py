@@ -6,7 +6,6 @@ not judged, never timed."""
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,17 +29,8 @@ DEDUPS = Path(__file__).parent / "faulty" / "arc_v09_dedups_victims_in_a_list.py
 RID = "ARC-EVICT-LINEAR"
 
 
-def _policy(path: Path) -> type:
-    spec = importlib.util.spec_from_file_location(f"faulty_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    found: type = module.Policy
-    return found
-
-
-def _rescanning() -> type:
-    return _policy(FAULTY)
+def _faulty(path: Path) -> Subject:
+    return load_subject(f"{path}:Policy")
 
 
 def _run(subject: Subject) -> EngineRun:
@@ -83,7 +73,7 @@ class _HiddenStatus:
                                         block_factory(policies.BlockStatus), _DictStatus],
                          ids=["Block", "ChunkStatus", "BlockStatus", "dict"])
 def test_a_rescan_per_victim_is_counted_on_every_block_type(make_block: Any) -> None:
-    subject = replace(subject_for_class(_rescanning()), make_block=make_block)
+    subject = replace(_faulty(FAULTY), make_block=make_block)
     first, second = _run(subject), _run(subject)
     assert [f.requirement for f in first.findings] == [RID]
     message = first.findings[0].message
@@ -102,7 +92,7 @@ def test_a_linear_arc_passes_every_shape(make_block: Any) -> None:
 def test_a_list_scan_per_victim_is_counted_by_its_key_comparisons() -> None:
     """V9's ``(k, b) not in candidates``: no more hashes or block reads,
     only comparisons of keys grow with the size."""
-    run = _run(subject_for_class(_policy(DEDUPS)))
+    run = _run(_faulty(DEDUPS))
     assert [f.requirement for f in run.findings] == [RID]
 
 
@@ -123,7 +113,7 @@ def test_counting_blocks_stay_of_the_policys_type_and_count_each_read() -> None:
 
 
 def test_a_policy_in_another_process_is_not_judged() -> None:
-    subject = replace(subject_for_class(_rescanning()), argument_report=lambda: None)
+    subject = replace(_faulty(FAULTY), argument_report=lambda: None)
     run = _run(subject)
     assert not run.findings and not run.checked[RID]
     assert any(f"{RID} not judged" in note and "another process" in note for note in run.notes)
@@ -133,7 +123,7 @@ def test_a_policy_in_another_process_is_not_judged() -> None:
                                     {"make_key": lambda index: index}],
                          ids=["hidden ref_cnt", "own keys"])
 def test_looks_it_cannot_count_leave_it_not_judged(change: dict[str, Any]) -> None:
-    run = _run(replace(subject_for_class(_rescanning()), **change))
+    run = _run(replace(_faulty(FAULTY), **change))
     assert not run.findings and not run.checked[RID]
     assert any(f"{RID} not judged" in note for note in run.notes), run.notes
 
@@ -142,7 +132,7 @@ def test_its_finding_reproduces_as_the_measurement_it_is() -> None:
     """A finding without a trace comes with a snippet that reruns the
     engine (a replay of no calls would pass), and the report says there is
     no trace rather than showing an empty one."""
-    report = run_check(load_subject(f"{FAULTY}:Policy"), get_profile("arc"),
+    report = run_check(_faulty(FAULTY), get_profile("arc"),
                        engines=["evict-linear"])
     (failure,) = report.failures
     assert failure.requirement == RID and not failure.trace

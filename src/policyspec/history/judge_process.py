@@ -117,7 +117,7 @@ class JudgeProcess:
         if len(self._backlog) > BACKLOG_MOST:
             log.error("policyspec.guard: the judge process is %d MB behind; judging stops, "
                       "recording goes on", len(self._backlog) >> 20)
-            self._stop(kill=True)
+            self._stop()
 
     def _drain(self) -> None:
         while self._backlog:
@@ -162,15 +162,14 @@ class JudgeProcess:
     def _failed(self, why: str) -> None:
         log.error("policyspec.guard: the judge process failed (%s); judging stops, recording "
                   "goes on", why)
-        self._stop(kill=True)
+        self._stop()
 
-    def _stop(self, kill: bool) -> None:
+    def _stop(self) -> None:
         child, self.child = self.child, None
         self._backlog.clear()
         if child is None:
             return
-        if kill:
-            child.kill()
+        child.kill()
         for pipe in (child.stdin, child.stdout):
             if pipe is not None:
                 with contextlib.suppress(OSError):
