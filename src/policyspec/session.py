@@ -22,6 +22,7 @@ from policyspec.exits import UsageError
 from policyspec.findings.finish import MIN_MINIMISE_UNITS, MINIMISE_TRIES, finish
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
+from policyspec.harness.watchdog import current as watch
 from policyspec.options import DEFAULT_CALL_TIMEOUT, CheckOptions
 from policyspec.profiles import Profile, get_profile
 from policyspec.reports.build import assemble
@@ -72,9 +73,10 @@ def _isolated(target: str | type, subject: Subject, options: CheckOptions) -> It
         yield subject
         return
     from policyspec.lineproto import ChildError
+    from policyspec.lineproto.child import CHILD_GRACE
     from policyspec.lineproto.isolate import IsolatedTarget
 
-    limit = options.call_timeout + 2.0 if options.call_timeout > 0 else 3600.0
+    limit = options.call_timeout + CHILD_GRACE if options.call_timeout > 0 else 3600.0
     try:
         # The revision this process chose (a policy may fit two: the child
         # must drive it as the same one).
@@ -178,6 +180,7 @@ def run_check(
                 runs = done
                 say("interrupted: reporting what ran so far")
         with Watchdog(options.call_timeout) as watchdog:
+            expired = watch.expired
             failures = finish(
                 subject, profile, runs, capacity=options.capacity, seed=options.seed,
                 watchdog=watchdog, cap=cap, minimise=not interrupted,
@@ -185,6 +188,10 @@ def run_check(
             report = assemble(subject, profile, runs, failures, seed=options.seed,
                               strict=options.strict, capacity=options.capacity,
                               seconds=time.monotonic() - started, cap=cap)
+            # Calls ended at the time limit, by the engines and by the route:
+            # what hangs cost the run, as a count (spec/check.md).
+            report.stats["time_limits"] = watch.expired - expired + sum(
+                r.counts.get("time_limits", 0) for r in runs)
     if subject.work_scale != 1:
         report.notes.append(
             f"every policy call crosses a pipe: the budget's {units_of(options.budget):g} work "

@@ -33,6 +33,7 @@ from policyspec.engines import ENGINES, Engine, EngineContext, EngineRun, Findin
 from policyspec.harness import Aborted
 from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
+from policyspec.harness.watchdog import current as watch
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 
@@ -142,15 +143,18 @@ def _in_turn(
 
 def _run(item: Item, build: Build) -> EngineRun:
     engine = ENGINES[item.engine]
+    before = watch.expired
     try:
-        return engine.run(build(item))
+        run = engine.run(build(item))
     except Aborted as aborted:
         run = EngineRun(engine=engine.name)
         failure = aborted.failure
         run.add(Finding(failure.requirement, failure.message, failure.trace, engine.name))
-        return run
     except Exception as exc:  # a checker bug must not pass as a verdict
-        return EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
+        run = EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
+    if watch.expired > before:
+        run.counts["time_limits"] = watch.expired - before
+    return run
 
 
 def _must(run: EngineRun) -> bool:

@@ -39,7 +39,7 @@ from policyspec.model.state import IDLE, State
 from policyspec.model.step import ProfileModel
 from policyspec.profiles import Profile, get_profile
 from policyspec.run.context import Engine, EngineContext, capped
-from policyspec.run.result import EngineRun, Finding
+from policyspec.run.result import Comparison, EngineRun, Finding
 from policyspec.sources.action_source import ActionSource
 from policyspec.sources.clock_steps import with_clock_steps
 from policyspec.subject import Subject
@@ -429,6 +429,8 @@ class _Difference:
     trace: tuple[Action, ...]
     needs: int
     """How many steps of S the difference needs (the rest can go)."""
+    compared: Comparison
+    """The second run the trace's results differ from."""
 
 
 class _Judge:
@@ -462,12 +464,13 @@ class _Judge:
         if not base.legal:
             return None
         wanted = base.outputs
+        second = _plain(sequence)
         if relation.reference is not None:
-            reference = relation.reference(sequence, base.snapshots, ctx)
-            ref = self._replay(reference)
+            second = relation.reference(sequence, base.snapshots, ctx)
+            ref = self._replay(second)
             if not ref.legal:
                 return None
-            outputs = zip(reference, ref.outputs, strict=True)
+            outputs = zip(second, ref.outputs, strict=True)
             wanted = [o for s, o in outputs if s.origin is not None]
         if steps is None:
             steps = relation.transform(sequence, base.snapshots, ctx)
@@ -479,6 +482,7 @@ class _Judge:
         if not _differs(step, out, wanted):
             return None
         trace = tuple(s.action for s in steps[: last + 1])
+        compared = _comparison(relation, steps[: last + 1], second)
         head = f"with {relation.change}"
         if step.origin is not None:
             expected = wanted[step.origin]
@@ -490,6 +494,7 @@ class _Judge:
                 f"{_show(step.action, expected)}",
                 trace,
                 step.origin + 1,
+                compared,
             )
         after = max((s.origin for s in steps[:last] if s.origin is not None), default=-1)
         return _Difference(
@@ -498,7 +503,17 @@ class _Judge:
             f"{_show(step.action, out)}; the spec requires {_show(step.action, step.expect)}",
             trace,
             after + 1,
+            compared,
         )
+
+
+def _comparison(relation: Relation, steps: Sequence[Step], second: Sequence[Step]) -> Comparison:
+    """The steps' results that must equal the second run's: each step of S
+    in ``steps`` against the step of ``second`` that stands for it."""
+    where = {s.origin: j for j, s in enumerate(second) if s.origin is not None}
+    pairs = tuple((i, where[s.origin]) for i, s in enumerate(steps) if s.origin in where)
+    last = max((j for _, j in pairs), default=-1)
+    return Comparison(tuple(s.action for s in second[: last + 1]), pairs, relation.change)
 
 
 def _was(origin: int, index: int) -> str:
@@ -696,7 +711,10 @@ def _minimal(
         return None
     final = found[0]
     assert final is not None
-    return Finding(rid, final.message, final.trace, "metamorphic", shrunk=True)
+    # Only the relation's own id needs the second run: a safety fault the
+    # difference turned out to be shows on the trace alone.
+    return Finding(rid, final.message, final.trace, "metamorphic", shrunk=True,
+                   compared=final.compared if rid == relation.requirement else None)
 
 
 MINIMISE_TRIES = 1500

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from policyspec.findings.manager_replay import MANAGER_IDS, manager_fails, manager_failure
 from policyspec.findings.smaller import LONG, smaller_witness
 from policyspec.harness import ConformanceFailure, Lockstep
-from policyspec.harness.failures import Aborted, CallerContractError
+from policyspec.harness.failures import COSTLY, Aborted, CallerContractError
 from policyspec.harness.watchdog import Watchdog
 from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
 from policyspec.profiles import Profile
@@ -26,7 +26,7 @@ from policyspec.reports.trace_record import record_actions
 from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 from policyspec.witness.explain import culprit
-from policyspec.witness.minimise import bounded_witness
+from policyspec.witness.minimise import bounded_witness, renumbered
 from policyspec.witness.render import describe, measurement_repro, repro
 from policyspec.witness.reproduce import fails_with, failure_of
 from policyspec.witness.shrink import shrink
@@ -73,11 +73,16 @@ def finish(
         registry[f.requirement].level != "MUST" if f.requirement in registry else False,
         f.requirement))
     left = tries
+    # What the engines saw break, per id a witness ends up shown under: the
+    # route may name an earlier cause, but what was seen stays broken.
+    seen: dict[str, set[str]] = {}
     for index, finding in enumerate(order):
+        first = finding.requirement
         if minimise:
             finding, used = _minimise(subject, profile, capacity, finding, watchdog,
                                       left // (len(order) - index), cap)
             left -= used
+        seen.setdefault(finding.requirement, set()).add(first)
         old = best.get(finding.requirement)
         if old is None or _preferred(finding) < _preferred(old):
             best[finding.requirement] = finding
@@ -109,6 +114,7 @@ def finish(
                     finding.found_after_s, 3),
                 found_after_calls=finding.found_after_calls,
                 by_manager=by_manager(finding.trace),
+                also_breaks=sorted(seen.get(rid, set()) - set(best)),
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))
@@ -130,6 +136,7 @@ def _minimise(
     the witness took, at most ``tries`` (until the wall-time ``cap``: then
     the shortest trace found so far stands, still failing, just longer)."""
     used = 0
+    costly_message: str | None = None
     trace = finding.trace
     run_capacity = capacity
     capacity = finding.capacity or capacity
@@ -139,18 +146,20 @@ def _minimise(
     # key. (Other engines' findings at a capacity of their own are small.)
     sized = finding.engine == "size"
     smaller = False  # the witness was found again at a smaller capacity (engines.smaller)
-    if not sized and not finding.shrunk and finding.requirement in _COSTLY:
-        # Every replay that still hangs costs the time limit: lower it and
-        # try few candidates.
-        with watchdog.shortened(0.5):
-            trace = shrink(trace, fails_with(subject, profile, capacity, finding.requirement),
-                           max_tries=min(40, tries))
-            used = min(40, tries)
+    if finding.compared is not None:
+        pass  # a relation's two runs: its engine shrank both together
+    elif finding.requirement in COSTLY:
+        # Whichever engine found it: every replay that still hangs (or kills
+        # the process) costs the time limit, so their count is bounded.
+        with watchdog.shortened(COSTLY_LIMIT):
+            trace, used, costly_message = _shrink_costly(
+                subject, profile, capacity, trace, finding.requirement,
+                min(COSTLY_TRIES, tries))
     elif not sized and family <= MANAGER_IDS:
         # Only the manager's bookkeeping sees these: replay with it.
         fails = manager_fails(subject, profile, capacity, family)
         trace, used = bounded_witness(trace, fails, fails, tries, cap)
-    elif not sized and finding.requirement not in _COSTLY:
+    elif not sized:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
         # A long trace gets half the replays here, half at smaller
@@ -173,7 +182,11 @@ def _minimise(
                                                           trace, tries - used, cap)
             used += spent
     requirement, message = finding.requirement, finding.message
-    if trace != finding.trace:
+    if finding.requirement in COSTLY:
+        # (A replay of the final trace would cost one more limit: the
+        # shrinker's last failing replay worded it.)
+        message = costly_message or message
+    elif trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
         again = (manager_failure if family <= MANAGER_IDS else failure_of)(
             subject, profile, capacity, trace, fatal=family.__contains__)
@@ -189,7 +202,49 @@ def _minimise(
                     f"{finding.capacity or run_capacity} "
                     f"every witness found was longer than {LONG} steps)")
     return Finding(requirement, message, trace, finding.engine, True, finding.found_after_s,
-                   finding.found_after_calls, capacity if smaller else finding.capacity), used
+                   finding.found_after_calls, capacity if smaller else finding.capacity,
+                   finding.compared), used
+
+
+def _shrink_costly(
+    subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
+    requirement: str, tries: int,
+) -> tuple[tuple[Action, ...], int, str | None]:
+    """``trace`` shrunk while it still breaks ``requirement``, with at most
+    COSTLY_REPLAYS replays that break it (each costs a time limit or a
+    process; the others return at once) and ``tries`` in all; the replays
+    made, and the message of the last replay of the result (None: none)."""
+    spent = 0
+    made = 0
+    worded: dict[tuple[Action, ...], str] = {}
+
+    def fails(candidate: Sequence[Action]) -> bool:
+        nonlocal spent, made
+        if spent >= COSTLY_REPLAYS or made >= tries:
+            return False  # the shortest so far stands
+        made += 1
+        failure = failure_of(subject, profile, capacity, candidate, fatal=COSTLY.__contains__)
+        if failure is None or failure.requirement not in COSTLY:
+            return False
+        spent += 1
+        worded[tuple(candidate)] = failure.message
+        return failure.requirement == requirement
+
+    best = shrink(trace, fails, max_tries=tries)
+    # Two whole-trace simplifications, one costly replay each: no protected
+    # key that is never stored, and keys named 0, 1, 2, ...
+    for simpler in (_stored_protected_only, renumbered):
+        candidate = simpler(best)
+        if candidate != best and fails(candidate):
+            best = candidate
+    return best, made, worded.get(best)
+
+
+def _stored_protected_only(trace: Sequence[Action]) -> tuple[Action, ...]:
+    """``trace`` with no key in a protected set that the trace never stores."""
+    stored = {a[1] for a in trace if a[0] == "insert"}
+    return tuple(("evict", a[1], type(a[2])(k for k in a[2] if k in stored))
+                 if a[0] == "evict" else a for a in trace)
 
 
 def _at_smaller(
@@ -204,7 +259,13 @@ def _at_smaller(
     return smaller[0], smaller[1], True, smaller[2]
 
 
-_COSTLY = ("API-RETURNS", "API-PROCESS-ALIVE")
+COSTLY_REPLAYS = 12
+"""Replays that hang or kill the policy's process one witness's shrinking may
+make: a count, so the time a hang costs is bounded on any machine."""
+COSTLY_TRIES = 40
+"""Replays in all when shrinking such a witness (the others return at once)."""
+COSTLY_LIMIT = 0.5
+"""The call time limit, in seconds, while a hang is shrunk."""
 MIN_MINIMISE_UNITS = 3.0
 MINIMISE_TRIES = 100
 """Replays policyspec's own minimising of a run's findings may make, per
@@ -226,9 +287,12 @@ def _request_level_blame(
     calls from one thread pass (API-ANY-THREAD), or the same trace without
     its hook calls passes although the failure is a core one seen elsewhere
     (HOOK-KEEPS-MEMBERSHIP: a hook changed what later calls see)."""
-    # (Only a trace can be replayed from one thread: a finding without one,
-    # such as evict-linear's timing, says nothing about threads.)
-    if trace and failure_of(subject, profile, capacity, trace, threads=False) is None:
+    # Each cause below is read off the trace's own replay, so a witness that
+    # does not fail alone (a relation's two runs, the manager's bookkeeping,
+    # a measurement) keeps the requirement its engine compared.
+    if not trace or failure_of(subject, profile, capacity, trace) is None:
+        return requirement, message
+    if failure_of(subject, profile, capacity, trace, threads=False) is None:
         return "API-ANY-THREAD", (
             f"the calls of the trace fail when every other step comes from a second thread, "
             f"and pass from one thread ({message}); the spec requires the same behaviour "
@@ -315,7 +379,7 @@ def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Find
     needs its relation's second run). A size engine's note of the sizes that
     show it stays. Only a trace that shows it alone gets a snippet that
     asserts the requirement (``assertions``)."""
-    if not replay or rid in _COSTLY:
+    if not replay or rid in COSTLY:
         return finding.message, False
     replay_ = manager_failure if rid in MANAGER_IDS else failure_of
     again = replay_(subject, profile, capacity, finding.trace,

@@ -12,12 +12,19 @@ from functools import cache
 from policyspec.model.actions import Action
 
 __all__ = [
+    "COSTLY",
     "Aborted",
     "CallerContractError",
     "ConformanceFailure",
     "ProcessDied",
     "failure_type",
 ]
+
+
+COSTLY = frozenset({"API-RETURNS", "API-PROCESS-ALIVE"})
+"""Failures whose every replay costs a time limit or a process: engines hand
+them over as found, and only the report's route shrinks them, with a bounded
+count of such replays (``findings.finish``)."""
 
 
 class ConformanceFailure(AssertionError):

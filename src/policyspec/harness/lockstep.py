@@ -19,6 +19,7 @@ from typing import Any
 from policyspec.environment import active
 from policyspec.harness.display import keys_text, set_text
 from policyspec.harness.failures import (
+    COSTLY,
     Aborted,
     CallerContractError,
     ConformanceFailure,
@@ -215,12 +216,12 @@ class Lockstep:
     def _fail(self, requirement: str, message: str, answered: tuple[int, ...] = ()) -> None:
         if self.muted:
             return
-        if self.environment.read_wall_after_back and requirement not in _COSTLY:
+        if self.environment.read_wall_after_back and requirement not in COSTLY:
             requirement, message = self._step_back_cause(requirement, message)
         self.sightings.saw(requirement, self.calls)
         failure = failure_type(requirement)(requirement, message, tuple(self.trace), answered)
         if self.fatal(requirement):
-            if requirement in _COSTLY:
+            if requirement in COSTLY:
                 raise Aborted(failure)  # each replay would hang or kill again
             raise failure
         if all(f.requirement != requirement for f in self.soft):
@@ -654,9 +655,6 @@ STEP_BACK = "API-CLOCK-STEP-BACK"
 """The SHOULD a failure is reported under when only a step back of the wall
 clock makes it (spec/state.md)."""
 
-_COSTLY = frozenset({"API-RETURNS", "API-PROCESS-ALIVE"})
-"""Failures whose replays cost a time limit or a process: engines stop at
-once and the trace is shrunk with few tries (findings.finish._minimise)."""
 
 
 class _Stop(Exception):

@@ -39,7 +39,7 @@ class CallTimeout(BaseException):
 class _Current:
     """What the harness is doing right now (shared with the watchdog)."""
 
-    __slots__ = ("limit", "op", "since")
+    __slots__ = ("expired", "limit", "op", "since")
 
     def __init__(self) -> None:
         self.op: str | None = None
@@ -49,6 +49,9 @@ class _Current:
         """Seconds a call may take; the watchdog reads it on every tick, so
         it can be lowered while a hang is being shrunk. 0 while no watchdog
         runs."""
+        self.expired = 0
+        """Calls this process has ended at the limit (``CallTimeout`` raised):
+        what a run spent waiting on hangs, as a count."""
 
     def begin(self, op: str) -> None:
         """A policy call of ``op`` starts now. The clock is read only while
@@ -139,4 +142,5 @@ class Watchdog:
 
 def _raise_timeout(signum: int, frame: FrameType | None) -> None:
     if current.op is not None:
+        current.expired += 1
         raise CallTimeout(current.op)

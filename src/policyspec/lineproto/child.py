@@ -20,15 +20,24 @@ import subprocess
 import time
 from typing import Any
 
-__all__ = ["Child", "ChildError"]
+__all__ = ["CHILD_GRACE", "Child", "ChildError", "ChildTimeout"]
 
 PROTOCOL = 1
+CHILD_GRACE = 2.0
+"""Seconds a child is given beyond the call time limit before its silence is
+a hang: its limit is wall time (this process cannot read the child's CPU
+time), so it allows for the pipe and a busy machine."""
 """The protocol revision this runner speaks (spec/protocol.md)."""
 
 
 class ChildError(Exception):
     """The child could not answer: it exited, hung, or sent something that
     is not a protocol line. The policy is judged as if the call raised."""
+
+
+class ChildTimeout(ChildError):
+    """The child did not answer within its time limit: the call hung, and the
+    child was killed for it (its end is the limit's doing, not the policy's)."""
 
 
 class Child:
@@ -95,14 +104,14 @@ class Child:
 
     # -- requests -----------------------------------------------------------
 
-    def request(self, message: dict[str, Any]) -> dict[str, Any]:
+    def request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
         """Send one request and return the answer. A failure on the way
         closes the child and raises ChildError (or the interrupt)."""
         if not self.alive:
             raise ChildError(self._gone())
         try:
             self._write(message)
-            return self._read()
+            return self._read(self.timeout if timeout is None else min(timeout, self.timeout))
         except BaseException:  # no answer, a time limit or Ctrl-C mid-exchange
             self.close(grace=0.0)
             raise
@@ -116,14 +125,14 @@ class Child:
         except (BrokenPipeError, OSError):
             raise ChildError(self._gone()) from None
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self, timeout: float) -> dict[str, Any]:
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ChildError(f"{self.command!r} did not answer within {self.timeout:g}s")
+                raise ChildTimeout(f"{self.command!r} did not answer within {timeout:g}s")
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 continue

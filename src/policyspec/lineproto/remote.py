@@ -19,7 +19,9 @@ from typing import Any
 from policyspec.environment import run_seed
 from policyspec.harness.failures import ProcessDied
 from policyspec.harness.shapes import shape_of
-from policyspec.lineproto.child import PROTOCOL, Child, ChildError
+from policyspec.harness.watchdog import CallTimeout
+from policyspec.harness.watchdog import current as watch
+from policyspec.lineproto.child import CHILD_GRACE, PROTOCOL, Child, ChildError, ChildTimeout
 from policyspec.run.budget import PIPE_SCALE
 from policyspec.subject import ALL_CAPABILITIES, Subject, offload_key
 
@@ -268,8 +270,15 @@ class ExecTarget:
         if generation != self.generation:
             raise ChildError("this policy object was replaced by a newer create (only the "
                              "latest policy of a child can be driven)")
+        # A lowered call limit (a hang being shrunk) lowers the child's too.
+        limit = watch.limit + CHILD_GRACE if watch.limit > 0 else None
         try:
-            answer = self.child.request(message)
+            answer = self.child.request(message, limit)
+        except ChildTimeout as exc:
+            # A call stopped at the time limit is a hang (API-RETURNS), whatever
+            # the killed child looks like afterwards.
+            watch.expired += 1
+            raise CallTimeout(str(exc)) from None
         except ChildError as exc:
             if not self.child.alive:
                 raise ChildDied(str(exc)) from None

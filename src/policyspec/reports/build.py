@@ -48,6 +48,7 @@ def assemble(
         checked.update(run.checked)
         not_applicable.update(run.not_applicable)
     best = {f.requirement for f in failures}
+    shown_by = {rid: f.requirement for f in failures for rid in f.also_breaks}
     statuses: list[RequirementStatus] = []
     for req in requirements_for(profile.includes):
         missing = [need for need in req.needs if not subject.has(need)]
@@ -56,6 +57,9 @@ def assemble(
         applies = not missing and req.id not in unseen_in_process(subject)
         if req.id in best:
             status, reason = FAIL, ""
+        elif req.id in shown_by:
+            status, reason = FAIL, (f"broken by the witness of {shown_by[req.id]}, which "
+                                    "names the step that goes wrong first")
         elif missing:
             status, reason = NA, _lacks(subject, missing)
         elif req.id in not_applicable:

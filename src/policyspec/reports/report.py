@@ -74,6 +74,9 @@ class FailureReport:
     by_manager: bool | None = None
     """Whether vLLM's manager itself could make the trace (else only another
     caller of the policy API could); None in reports older than the field."""
+    also_breaks: list[str] = field(default_factory=list)
+    """Ids an engine saw this witness break that the route traced back to
+    ``requirement`` (an earlier step's fault): they are FAIL too, never PASS."""
 
 
 def _steps(count: int) -> str:
@@ -163,6 +166,7 @@ class Report:
                     "found_after_s": f.found_after_s,
                     "found_after_calls": f.found_after_calls,
                     "by_manager": f.by_manager,
+                    "also_breaks": f.also_breaks,
                 }
                 for f in self.failures
             ],
@@ -300,6 +304,7 @@ def _from_json(data: Any, origin: str) -> Report:
                     found_after_s=f.get("found_after_s"),
                     found_after_calls=f.get("found_after_calls"),
                     by_manager=f.get("by_manager"),
+                    also_breaks=[str(r) for r in f.get("also_breaks", [])],
                 )
                 for f in data["failures"]
             ],

@@ -8,7 +8,19 @@ from dataclasses import dataclass, field
 from policyspec.harness.sightings import current
 from policyspec.model.actions import Action
 
-__all__ = ["EngineRun", "Finding"]
+__all__ = ["Comparison", "EngineRun", "Finding"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A relation's witness (the metamorphic engine): the trace passes on its
+    own, but some of its results must equal those of a second run of
+    ``baseline`` on a fresh policy: ``pairs`` holds (trace step, baseline
+    step), from 0. ``change`` says in words what the trace adds."""
+
+    baseline: tuple[Action, ...]
+    pairs: tuple[tuple[int, int], ...]
+    change: str
 
 
 @dataclass
@@ -28,6 +40,8 @@ class Finding:
     capacity: int | None = None
     """The cache capacity the trace runs at, when the engine chose its own
     (the size engine); None: the run's capacity."""
+    compared: Comparison | None = None
+    """Set when the trace shows the fault only beside a second run."""
 
 
 @dataclass

@@ -4,9 +4,9 @@ The generic shrinker (``witness/shrink.py``) drops contiguous chunks and
 simplifies one argument at a time. Traces from runs of stores and loads
 tie actions on the same key together across the trace (insert k ... then
 finish_store k), and an eviction of n keys fails only while n of them are
-there: ``minimise`` adds two steps that know this, forgetting one key at a
-time everywhere, and asking each evict for the fewest keys that still fail,
-in rounds with the generic shrinker until a round gains nothing.
+there: ``minimise`` adds steps that know this (forget a key, a life of a key or
+a load everywhere; ask each evict for fewer keys and protect fewer), in
+rounds with the generic shrinker until a round gains nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ __all__ = [
     "coarse",
     "drop_keys",
     "drop_lives",
+    "drop_loads",
     "fewer_evicted",
+    "fewer_protected",
     "keys_of",
     "legalized",
     "minimise",
@@ -47,7 +49,11 @@ def minimise(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
     best = shrink(trace, fails)
     for _ in range(ROUNDS):
         before = best
-        best = shrink(fewer_evicted(drop_lives(drop_keys(best, fails), fails), fails), fails)
+        best = drop_keys(best, fails)
+        best = drop_lives(best, fails)
+        best = drop_loads(best, fails)
+        best = fewer_protected(fewer_evicted(best, fails), fails)
+        best = shrink(best, fails)
         if best == before:
             break
     return best
@@ -299,6 +305,45 @@ def fewer_evicted(trace: tuple[Action, ...], fails: Fails) -> tuple[Action, ...]
             if fails(candidate):
                 best = candidate
                 break
+    return best
+
+
+def fewer_protected(trace: tuple[Action, ...], fails: Fails) -> tuple[Action, ...]:
+    """Each evict protects nothing, or only keys the trace stores, when the
+    failure stays (one replay each, where the generic shrinker drops the
+    keys of a protected set one at a time)."""
+    best = trace
+    stored = {a[1] for a in trace if a[0] == "insert"}
+    for index, action in enumerate(trace):
+        if action[0] != "evict" or not action[2]:
+            continue
+        kept = type(action[2])(k for k in action[2] if k in stored)
+        for protected in dict.fromkeys((type(action[2])(), kept)):
+            if protected == action[2]:
+                continue
+            candidate = (*best[:index], ("evict", action[1], protected), *best[index + 1:])
+            if fails(candidate):
+                best = candidate
+                break
+    return best
+
+
+def drop_loads(trace: tuple[Action, ...], fails: Fails) -> tuple[Action, ...]:
+    """Forget one load at a time (its start and its end together) while the
+    failure stays: neither step can go alone, the caller contract ties them."""
+    best = trace
+    index = 0
+    while index < len(best):
+        action = best[index]
+        if action[0] == "start_read":
+            end = next((j for j in range(index + 1, len(best))
+                        if best[j][0] == "end_read" and best[j][1] == action[1]), None)
+            if end is not None:
+                candidate = (*best[:index], *best[index + 1:end], *best[end + 1:])
+                if fails(candidate):
+                    best = candidate
+                    continue
+        index += 1
     return best
 
 
