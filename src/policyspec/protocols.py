@@ -10,7 +10,7 @@ Keys and blocks are typed ``Any`` (vLLM's ``OffloadKey`` is a NewType of
 bytes, its ``BlockStatus`` a ctypes structure; neither needs to be
 importable); parameters are positional-only because the manager passes them
 positionally, so parameter names never matter. Revision names and contents
-follow CONTRACT.md section 1; ``REVISIONS`` is the single table the adapters
+follow spec/contract.md; ``REVISIONS`` is the single table the adapters
 detect revisions from.
 """
 
@@ -252,7 +252,7 @@ class Revision:
     """True when blocks are ``ChunkStatus`` (``chunk_id``)."""
     released: bool = True
     """False for the revisions that come from pull-request heads and are in
-    no vLLM release up to 0.34.0 (R6, R7, R7b: CONTRACT.md section 5)."""
+    no vLLM release up to 0.34.0 (R6, R7, R7b: spec/contract.md, R9)."""
 
     @property
     def touches(self) -> bool:

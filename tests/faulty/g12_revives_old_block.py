@@ -1,6 +1,6 @@
 """faulty: GET-IDENTITY
 
-Re-creates BUGS.md G12 (bluele/gcache issue #11: set, get, set of one key
+Re-creates spec/bugs.md G12 (bluele/gcache issue #11: set, get, set of one key
 went wrong in an ARC with expiration) in the form the caller contract
 allows: a key that is inserted again after it left the cache. The policy
 keeps removed and evicted blocks in a history (which also grows without

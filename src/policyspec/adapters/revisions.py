@@ -11,7 +11,7 @@ R3's ``mark_*``, R2's ``clear``; without any of them the module the
 class's ``CachePolicy`` comes from tells R-1, R0 and R1 apart, and only a
 class with no vLLM base falls back on a ``block_hash`` parameter name. Each
 reason names the evidence that decided. Methods of
-fork-only variants are listed, never required (CONTRACT.md section 1).
+fork-only variants are listed, never required (spec/contract.md).
 
 R10 removed a method, so a class can fit two revisions: one written for
 vLLM 0.33 that defines ``on_request_finished`` itself and still defines

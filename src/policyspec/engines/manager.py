@@ -1,7 +1,7 @@
 """The manager-level Hypothesis state machine (spec/manager.md).
 
 Where the policy machine calls the policy API directly, this one plays
-vLLM's seed-era CPU offloading manager (CONTRACT 2A, C1-C12): requests whose
+vLLM's seed-era CPU offloading manager (spec/sources.md, C1-C12): requests whose
 key lists share prefixes are stored, completed or failed, loaded, touched,
 looked up and reset, with the manager's block-id pool and idle counter kept
 beside the policy. Every policy call still goes through the Lockstep

@@ -1,5 +1,5 @@
 """Metamorphic relations: faults core can catch without knowing a policy's
-order (issue 3, item 3).
+order.
 
 For a deterministic policy, some changes to a call sequence must not change
 any result: ``evict(0, ...)`` (EVICT-ZERO), an ``evict`` that must fail

@@ -1,6 +1,6 @@
 """The reference ARC: vLLM's in-tree ARC behaviour (spec/arc.md), made fast:
 ``ARC034CachePolicy`` at vLLM 0.34.0's API (R10: no ``touch``; the request
-hooks of CONTRACT.md sections 5 and 6; profile ``arc-0.34``), and
+hooks of spec/contract.md, R9 and R10; profile ``arc-0.34``), and
 ``ARCCachePolicy`` at 0.33.0's (R9), the same plus ``touch`` (profile
 ``arc``).
 

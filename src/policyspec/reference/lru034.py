@@ -1,5 +1,5 @@
 """The reference request-ranked LRU of vLLM 0.34.0 (profile ``lru-0.34``):
-the in-tree LRU's behaviour (CONTRACT.md sections 5 and 6), written from
+the in-tree LRU's behaviour (spec/contract.md, R9 and R10), written from
 its facts with structures of its own. vLLM 0.33.0's (``lru033``) is this
 one plus ``touch``.
 

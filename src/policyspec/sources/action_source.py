@@ -296,7 +296,7 @@ class ActionSource:
     def _insert_run(self, state: StateView) -> Run | None:
         """Absent keys from a random start on (a request's new blocks). When
         they do not fit, the manager's eviction comes first: evict what is
-        missing, protecting the request's keys (CONTRACT C6)."""
+        missing, protecting the request's keys (spec/sources.md C6)."""
         refs = state.refs
         random_ = self.rng.random
         if random_() < 0.1:

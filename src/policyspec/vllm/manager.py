@@ -12,13 +12,13 @@ holds it to that against the real manager. Every write of a chunk's
 ``RefCntListener`` before and after, so that a harness can tell the
 manager's writes from a policy's.
 
-What 0.34.0 changed (CONTRACT.md section 6), behind ``release``: the
+What 0.34.0 changed (spec/contract.md, R10), behind ``release``: the
 manager has no ``touch``; the store threshold counts a key at most once per
 request (a retried or re-offered store of the same request is not another
 use, and is not counted as skipped again); a completed store's event
 carries the request's context and says its removal is expected.
 
-Clean room: written from the facts of CONTRACT.md sections 5 and 6 and the
+Clean room: written from the facts of spec/contract.md, R9 and R10 and the
 wheels' observable behaviour; vLLM's own checks (``assert`` in its code) are
 ``ManagerAssertionError`` here, raised at the same points.
 """
