@@ -1,31 +1,9 @@
-"""Serving traces as an engine (spec/traffic.md, "The trace engine"): the
-requests of a trace played as vLLM's scheduler would (``workload.player``)
-on the emulated manager of the policy's revision, every call the manager
-makes of the policy checked in lockstep against the profile's model, as
-the ``vllm-manager`` engine does with generated traffic (its
-``ManagerProxy`` turns each call and ``ref_cnt`` write into a caller
-action on ``Lockstep``).
-
-Without ``--trace`` it plays the bundled synthetic sample
-(``workload.sample``) in examples: each a run of ``EXAMPLE_REQUESTS``
-consecutive requests of it on a fresh manager, at a small cache so that
-eviction pressure starts within a few requests, the store threshold on
-every other example; how many requests in all is a count the engine's
-share of the budget's work buys (``REQUESTS_PER_UNIT``), never a clock. With
-``--trace FILE`` it plays the whole file once, at the run's capacity.
-
-A finding needs a short trace from an empty cache, and a play is long: the
-engine keeps the model as it stood every ``CHECKPOINT_ACTIONS`` actions
-(the model is an immutable value, so keeping it costs nothing) and the
-actions since the oldest of the last ``KEEP`` such points. A failure is
-replayed from a checkpoint: setup actions that rebuild the model's state
-there on a fresh policy (``setup_actions``), then the actions since. The
-newest window that still fails is shrunk (``minimise.bounded_witness``)
-like any engine's finding. A fault that needs more of the policy's past
-than the oldest window keeps is reported on that window as it was seen,
-with a note. On a long file the records of finished requests are dropped
-at each checkpoint (the manager never names them again), so memory follows
-the running requests and the keys the trace has named, not its length.
+"""Serving traces as an engine (spec/traffic.md, "The trace engine"): a
+trace's requests played on the emulated manager of the policy's revision,
+every call checked in lockstep against the profile's model, so that a
+policy is judged on the traffic it will serve. Its work is a count of
+requests the budget buys, never a clock; a failure is replayed and shrunk
+from a checkpoint of the model, so a long play still gives a short finding.
 """
 
 from __future__ import annotations

@@ -1,41 +1,11 @@
 """The symbolic pre-state: a model ``State`` and a call from small ints.
 
-CrossHair searches well over plain ints and poorly over containers: a
-symbolic list has a symbolic length that every loop over it branches on,
-and its symbolic int hashes by whatever value the solver currently has in
-mind, without constraining it, so ``key in ordered_dict`` with a symbolic
-key silently explores one value only (seen here: a wrong touch order behind
-an OrderedDict was not found in 60 CPU s with symbolic keys). So every
-obligation takes bounded ints only, and keys are labelled canonically by
-what the state says about them:
-
-* keys ``0 .. n_idle-1`` are idle, in eviction order (0 least recent);
-* keys ``n_idle .. n_idle+n_busy-1`` are busy: bit ``j`` of ``reads`` set,
-  key ``n_idle + j`` is being read (ref_cnt 1), else in flight (-1);
-* key ``n_idle + n_busy`` stands for every absent key; for the operations
-  that can name it (``HISTORY``), a fifth value ``past`` says whether it
-  was stored and evicted before the rest of the state was built (1) or
-  never lived (0): the only history the canonical pre-states have, which is
-  what a policy that remembers keys it no longer holds (ARC's ghost lists,
-  a block kept for a key's return) needs to show anything;
-* a key list is a count and that many key numbers (the unused ones 0), a
-  protected set a bit mask over the keys, a request hook's keys a count,
-  key numbers and, for a finish, a kind per key (``KINDS``).
-
-Naming keys this way loses nothing for a policy that treats keys as opaque
-values, which the spec requires, and leaves CrossHair only the shape of the
-state and the arguments to search. An explicit permutation of idle keys
-was tried first: CrossHair then spent its paths on permutations and missed
-a wrong touch order in 25 CPU s that this encoding finds.
-
-``legal`` is every obligation's precondition, linear comparisons only;
-``pack`` makes one int of the values, which the obligation realizes, so
-that CrossHair enumerates every legal value once (one path each) and the
-policy runs on concrete values. The pre-states are the
-ones the manager can leave a policy in: well formed and quiescent (idle
-exactly when ref_cnt is 0), except that before ``mark_evictable(k)`` the
-key ``k`` is at ref_cnt 0 and not yet idle (spec/state.md: the manager has
-written the 0, at the end of a load, and calls mark_evictable at once).
+CrossHair searches well over plain ints and poorly over containers (a
+symbolic key in an ``OrderedDict`` silently explores one value), so every
+obligation takes bounded ints, keys are labelled canonically by what the
+state says of them (spec/prove.md, "Bounds"), and ``legal`` is
+every obligation's precondition. Canonical names lose nothing for a policy
+that treats keys as opaque values, which the spec requires.
 """
 
 from __future__ import annotations
