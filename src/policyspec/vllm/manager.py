@@ -1,26 +1,9 @@
 """vLLM's ``CPUOffloadingManager`` as policyspec code, release by release
 (0.33.0 and 0.34.0): the caller a policy really has, reproduced call for
-call, without vLLM installed.
-
-``OffloadingManagerEmulation`` owns what the manager owns (the chunk pool,
-the idle and write-pending counters, the optional store-threshold tracker,
-each request's cache-access record kept in its ``ReqContext``) and calls the
-policy it is given in the order, with the argument values and the container
-types, that the release's manager uses; ``tests/test_vllm_differential.py``
-holds it to that against the real manager. Every write of a chunk's
-``ref_cnt`` goes through ``_write_ref_cnt``, which tells an optional
-``RefCntListener`` before and after, so that a harness can tell the
-manager's writes from a policy's.
-
-What 0.34.0 changed (spec/contract.md, R10), behind ``release``: the
-manager has no ``touch``; the store threshold counts a key at most once per
-request (a retried or re-offered store of the same request is not another
-use, and is not counted as skipped again); a completed store's event
-carries the request's context and says its removal is expected.
-
-Clean room: written from the facts of spec/contract.md, R9 and R10 and the
-wheels' observable behaviour; vLLM's own checks (``assert`` in its code) are
-``ManagerAssertionError`` here, raised at the same points.
+call, without vLLM installed (spec/manager.md; spec/contract.md, R9 and
+R10). tests/test_vllm_differential.py holds it to the real manager. Clean
+room: written from those facts and the wheels' observable behaviour; vLLM's
+own ``assert`` checks are ``ManagerAssertionError`` here, at the same points.
 """
 
 from __future__ import annotations
