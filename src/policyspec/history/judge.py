@@ -1,14 +1,8 @@
-"""Judging a recorded history without the policy (spec/history.md,
-"Judging a history"): read the segments in order, stream their records
-through ``CoreJudge`` (core and the seed LRU in one pass, constant memory),
-and for each profile say whether the history conforms or where it failed
-first, with a window of the history around that failure written as a
-golden-vector case that ``policyspec replay`` runs against the policy.
-
-The window is found in a second pass over the files (the first keeps no
-records): the judge is run again up to the window's start, its state there
-becomes setup calls, and the window's calls follow with the model's
-expectations.
+"""Judging a recorded history without the policy (spec/history.md, "Judging a
+history"): its records stream through ``CoreJudge`` in constant memory, and
+each profile is said to conform or where it failed first, with a window
+around the failure written as a case ``policyspec replay`` runs against the
+policy. The first pass keeps no records, so the window is found in a second.
 """
 
 from __future__ import annotations
