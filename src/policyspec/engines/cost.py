@@ -515,8 +515,8 @@ def _compare(
 SURE = 1.0
 """Seconds of process CPU time the large configuration of one round must
 take for that round alone to decide a comparison that is clear (a rescan per
-victim among 100,000 pinned blocks took 2.5 s a call: the rounds after it
-only made a failing cost run overrun the quick budget)."""
+victim among 100,000 pinned blocks takes seconds a call: the rounds after
+it only made a failing cost run overrun the quick budget)."""
 
 
 # -- the engine ---------------------------------------------------------------------------

@@ -35,8 +35,8 @@ class Bounds:
     """The search space (spec/exhaustive.md)."""
 
     depth: int = 4
-    """Longest sequence of caller actions (4 with 3 keys: 79,210 sequences,
-    well under a minute; 5 with 3 keys: 2,027,950, minutes: shard it)."""
+    """Longest sequence of caller actions (4 with 3 keys: 79,210 sequences;
+    5 with 3 keys: 2,027,950, which wants ``--shard``)."""
     keys: int = 3
     """Keys 0..keys-1; a key never named before stands for a never-inserted key."""
     touch_length: int = 2

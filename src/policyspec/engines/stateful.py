@@ -85,8 +85,8 @@ def _collect_garbage(stats: MachineStats) -> None:
     thousands of objects in reference cycles (Hypothesis's choice nodes,
     closures and strategies) that outlive the young generations, and
     Python collects the oldest one rarely. With this, chunks of at most 10
-    examples and no strategy cached per key list, a ``check`` ten times
-    longer peaks at the same memory (benchmarks/results.txt, memory)."""
+    examples and no strategy cached per key list, a much longer ``check``
+    peaks at the same memory (measured: benchmarks/results.txt, memory)."""
     if stats.examples % GC_EVERY == 0:
         gc.collect()
 

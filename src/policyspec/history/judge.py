@@ -217,7 +217,7 @@ def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] | None = No
     """One streaming pass over a history (module doc); ``profiles`` None:
     those of the history's revision (``judged_profiles``). The cyclic
     garbage collector is off meanwhile: records are acyclic lists, and its
-    passes over each parsed block cost a third of the time."""
+    passes over each parsed block cost much of the time."""
     if profiles is None:
         for header, _ in read_segments(segments_of(paths)[:1]):
             profiles = judged_profiles(header.get("api"))

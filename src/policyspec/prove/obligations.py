@@ -41,7 +41,7 @@ __all__ = [
 _REGISTRY = load_registry()  # read the TOML files now, before CrossHair traces
 # CrossHair calls through functools caches (it must not cache symbolic
 # arguments), so the harness's ``load_registry()`` would parse the TOML files
-# again on every path: measured at 90% of the fallback search's time. The
+# again on every path, which took most of the fallback search's time. The
 # harness gets the registry loaded above instead, in this process only.
 lockstep.load_registry = lambda: _REGISTRY  # type: ignore[assignment,attr-defined]
 _STAND_INS = contextlib.ExitStack()
@@ -63,7 +63,7 @@ def _step(op: str, *values: int) -> str | None:
     path per legal value) and the harness and the policy run untraced: on
     concrete values CrossHair has nothing left to branch on, and under
     tracing the harness (which hashes keys and compares blocks on every
-    call) cost three times as much per path."""
+    call) cost several times as much per path."""
     assert SUBJECT is not None, "no target: set POLICYSPEC_PROVE_TARGET"
     state_code, args_code = pack(op, values)
     concrete = unpack(op, realize(state_code), realize(args_code))

@@ -278,7 +278,7 @@ class ActionSource:
         return ("clear",)
 
     # -- runs of one kind (draw): a compact Run, or None when the kind does
-    # not fit. The fast engine spends a third of its time here: measured
+    # not fit. The fast engine spends much of its time here: measured
     # choices between C-level helpers (filterfalse, islice) and list
     # comprehensions, whichever was faster.
 

@@ -32,7 +32,7 @@ evict's n) of a large example."""
 FILL_MOST = 600
 """Most keys a Hypothesis example holds at once: the lockstep harness checks
 every block after every call, so filling a cache costs the square of its
-keys (0.03 s for 257 keys, 0.3 s for 1,025); capacities beyond it, and
+keys (measured: benchmarks/results.txt); capacities beyond it, and
 calls of thousands of keys (mostly keys not stored), still run. Longer
 fills are the fast engine's long runs and the size engine's."""
 
