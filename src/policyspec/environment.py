@@ -92,7 +92,7 @@ def run_seed() -> int:
 
 
 class LocalEnvironment:
-    """The environment of a policy instance in this process (module text)."""
+    """The environment of a policy instance in this process (spec/environment.md)."""
 
     __slots__ = ("_numpy_state", "_random_state", "monotonic_ns", "read_clock",
                  "read_wall_after_back", "reads", "seed", "stepped_back", "unseeded", "wall_ns")
@@ -318,7 +318,7 @@ def _replacements() -> dict[int, tuple[object, object]]:
 
 
 def _install() -> None:
-    """Replace the clock functions and ``random.Random.seed`` (module text)."""
+    """Replace the clock functions and ``random.Random.seed`` (spec/environment.md)."""
     table = _replacements()
     for name, fn in _VIRTUAL_TIME.items():
         _installed.append((time, name, getattr(time, name)))
@@ -352,7 +352,7 @@ def _uninstall() -> None:
 @contextlib.contextmanager
 def controlled(seed: int = 0) -> Iterator[None]:
     """The virtual clock in place, and ``seed`` the random seed of every
-    environment made meanwhile (module text). Nested uses share the first's
+    environment made meanwhile (spec/environment.md). Nested uses share the first's
     patches; each restores the seed it found."""
     global _depth, _seed, _owner
     saved = _seed

@@ -60,7 +60,7 @@ ENV = {
     "segments": "POLICYSPEC_GUARD_SEGMENTS",
     "api": "POLICYSPEC_GUARD_API",
 }
-"""The environment variables the guard reads (module doc)."""
+"""The environment variables the guard reads (spec/production.md)."""
 
 _get_ident = threading.get_ident
 _read: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
@@ -221,7 +221,7 @@ _NOT_HELD: _Held = (None, "", "", "")
 
 
 class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
-    """The guard (module doc). ``target``, ``mode``, ``history``,
+    """The guard (spec/production.md). ``target``, ``mode``, ``history``,
     ``on_violation`` default to the environment (``ENV``).
 
     Every call becomes the text of its record at once (spec/history.md),

@@ -139,7 +139,7 @@ def assert_requirement(report: Report, requirement: str) -> None:
 
 
 class ConformanceSuite:
-    """Base class for conformance tests of one policy (see module doc)."""
+    """Base class for conformance tests of one policy (spec/pytest.md)."""
 
     target: ClassVar[str | None] = None
     policy_class: ClassVar[type | None] = None

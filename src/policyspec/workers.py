@@ -57,7 +57,7 @@ def plan(
     seed_of: Callable[[int, tuple[int, int]], int], subject: Subject | None = None,
 ) -> list[Item]:
     """The engine runs of a check: ``units`` of work split by the engines'
-    shares, each engine's share by its parts (module text), the same for
+    shares, each engine's share by its parts (spec/check.md), the same for
     every ``jobs`` but the exhaustive engine's shards. ``seed_of(seed,
     shard)`` is the seed of a non-shardable engine. With ``jobs`` > 1, the
     first part of an engine that leads for one of ``subject``'s capabilities

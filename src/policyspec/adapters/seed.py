@@ -30,7 +30,7 @@ def _no_op(*_args: Any) -> None:
 
 
 class SeedAdapter:
-    """A policy of a later revision seen through the seed API (module doc)."""
+    """A policy of a later revision seen through the seed API (spec/contract.md)."""
 
     __slots__ = (
         "_depth",
@@ -134,7 +134,7 @@ def adapt(
     *,
     has_evict_until: bool = False,
 ) -> SeedPolicy:
-    """``policy`` seen through the seed API (module doc)."""
+    """``policy`` seen through the seed API (spec/contract.md)."""
     touch_ctx = revision in _TOUCH_CONTEXT
     if not touch_ctx and revision not in _SESSIONS and revision not in HOOK_REVISIONS:
         seed: SeedPolicy = policy

@@ -303,7 +303,7 @@ def _long_example(
     example: int, cap: float | None, must: set[str],
     soft: dict[str, tuple[list[Action], int]], sightings: Sightings, keymap: KeyMap,
 ) -> tuple[int, tuple[int, list[Action], Difference] | None]:
-    """One long run (module text), counted in ``run``; a failure is judged
+    """One long run (spec/sizes.md), counted in ``run``; a failure is judged
     at the smallest capacity that shows it (``_smallest_long``). The most
     keys it held at once, and a failure that shows at an ordinary capacity
     (at most ``capacity``) for the caller to judge later: the ordinary

@@ -100,7 +100,7 @@ def setup_actions(state: State) -> tuple[Action, ...]:
 
 
 class Windows:
-    """The checkpoints of one play (module doc) over ``harness.trace``,
+    """The checkpoints of one play (spec/traffic.md, "The trace engine") over ``harness.trace``,
     whose front is cut as checkpoints age (``trim``)."""
 
     def __init__(self, harness: Lockstep, *, every: int = CHECKPOINT_ACTIONS, keep: int = KEEP,
@@ -156,7 +156,7 @@ class TraceProxy(ManagerProxy):
 
 
 def _drop_finished(harness: Lockstep, proxy: ManagerProxy, running: set[str]) -> None:
-    """Forget the requests that finished (module doc): in the model's
+    """Forget the requests that finished (spec/traffic.md, "The trace engine"): in the model's
     table, the harness's contexts and the proxy's names."""
     model = harness.model
     requests = model.requests
@@ -192,7 +192,7 @@ class _Example:
 
 
 def _sample_examples(seed: int, total: int, capacity: int, fixed: bool) -> list[_Example]:
-    """The sample's examples (module doc): ``total`` requests in runs of
+    """The sample's examples (spec/traffic.md, "The trace engine"): ``total`` requests in runs of
     ``EXAMPLE_REQUESTS`` from offsets the seed picks."""
     sample = list(read_trace(sample_path()))
     rng = random.Random(f"trace:{seed}")
@@ -219,7 +219,7 @@ def run_trace(
     requests: int | None = None,
     cap: float | None = None,
 ) -> EngineRun:
-    """Play the sample (or ``trace``, a file) on ``subject`` (module doc),
+    """Play the sample (or ``trace``, a file) on ``subject`` (spec/traffic.md, "The trace engine"),
     until the wall-time ``cap`` at most. ``requests`` overrides the count
     the work ``units`` buy (tests, benchmarks)."""
     run = EngineRun(engine=ENGINE)
@@ -336,7 +336,7 @@ def _judge(
     run: EngineRun, subject: Subject, profile: Profile, capacity: int, own: int | None,
     requirement: str, candidates: list[tuple[Action, ...]], message: str, cap: float | None,
 ) -> None:
-    """The shortest window that fails again, shrunk (module doc) with
+    """The shortest window that fails again, shrunk (spec/traffic.md, "The trace engine") with
     SHRINK_TRIES replays, until the wall-time ``cap`` at most."""
     known = load_registry().get(requirement)
     fatal = None if known is None or known.level == "MUST" else _only(requirement)

@@ -31,7 +31,7 @@ _DISTINCT = (*_ORDERED, "dict_keys")
 
 def keys_shape(op: str, keys: Sequence[int]) -> str:
     """The shape of the keys of this call of ``op``: one that holds them in
-    their order (see the module text)."""
+    their order (spec/touch.md, "Shapes of keys")."""
     shapes: tuple[str, ...]
     if len(keys) <= 1:
         shapes = KEY_SHAPES

@@ -18,7 +18,7 @@ __all__ = ["WALL_FACTOR", "CallTimeout", "Watchdog", "current"]
 
 WALL_FACTOR = 10
 """A call that has used less CPU than the limit is still ended once its
-wall time reaches this many limits (module doc)."""
+wall time reaches this many limits (spec/check.md, "Hostile policies")."""
 
 
 class CallTimeout(BaseException):

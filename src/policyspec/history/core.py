@@ -73,7 +73,7 @@ class _Request:
 
 class CoreJudge:
     """The core (and, with ``ordered``, an in-place exact) model of one policy,
-    judged record by record (module doc). ``sink`` receives every
+    judged record by record (spec/history.md). ``sink`` receives every
     violation; by default the judge keeps the first of each id (``first``)
     and counts all (``counts``)."""
 
@@ -182,7 +182,7 @@ class CoreJudge:
     # -- the stream ------------------------------------------------------------
 
     def feed(self, records: Iterable[Sequence[Any]]) -> None:
-        """Judge records in order (module doc). The hot loop: the common
+        """Judge records in order (spec/history.md). The hot loop: the common
         case of get, insert, mark_* and (without ``ordered``) touch is
         judged inline; anything else, and every violation, by the
         method of its operation."""

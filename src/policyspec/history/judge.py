@@ -214,7 +214,7 @@ def _judge(header: dict[str, Any], sink: Any = None, ordered: Profile | None = N
 
 def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] | None = None
                 ) -> Verdict:
-    """One streaming pass over a history (module doc); ``profiles`` None:
+    """One streaming pass over a history (spec/history.md, "Judging a history"); ``profiles`` None:
     those of the history's revision (``judged_profiles``). The cyclic
     garbage collector is off meanwhile: records are acyclic lists, and its
     passes over each parsed block cost much of the time."""
@@ -477,7 +477,7 @@ def window_case(
     """A vector case of the calls up to and including ``violation``'s: the
     last ``window`` calls, or from the call the violation goes back to
     (``since``) when that is further, after setup calls that rebuild the
-    model's state at the window's start (module doc)."""
+    model's state at the window's start (spec/history.md, "Judging a history")."""
     end = violation.call
     start = max(0, end - window + 1)
     if violation.since is not None:

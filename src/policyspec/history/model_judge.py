@@ -25,7 +25,7 @@ _PRUNE_AT = 256
 
 
 class ModelJudge:
-    """One profile's model moved along a history (module doc)."""
+    """One profile's model moved along a history (spec/history.md)."""
 
     def __init__(self, profile: Profile, header: dict[str, Any]) -> None:
         self.profile = profile

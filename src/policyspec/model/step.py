@@ -135,7 +135,7 @@ M = TypeVar("M")
 
 @dataclass(frozen=True, slots=True)
 class Step(Generic[M]):
-    """What one call did to the model (module docstring). ``model`` is the
+    """What one call did to the model (spec/extending.md). ``model`` is the
     model after the call: a new ``ProfileModel``, or an in-place
     implementation of the same step (sources/oracle.py) itself."""
 

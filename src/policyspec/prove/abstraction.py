@@ -34,7 +34,7 @@ FromModel = Callable[[Any, State, Mapping[int, Any]], None]
 
 @dataclass(frozen=True)
 class Abstraction:
-    """An abstraction function and its inverse (module docstring)."""
+    """An abstraction function and its inverse (spec/prove.md, "Hand-written pairs")."""
 
     to_model: ToModel
     from_model: FromModel

@@ -69,13 +69,13 @@ KINDS = (0, 1, 2)
 
 _ONE_KEY = ("get", "remove", "mark_evictable", "mark_non_evictable")
 HISTORY = ("get", "insert", "touch", "on_store_miss", "on_request_access")
-"""The operations whose pre-state has ``past`` (module docstring): those
+"""The operations whose pre-state has ``past`` (spec/prove.md, "The derived pair"): those
 that can name the absent key for what it is (a lookup, a store, a use, a
 miss), as the others can only protect, remove or order present keys."""
 
 
 def decode_state(n_idle: int, n_busy: int, reads: int, capacity: int) -> State:
-    """The model state the values stand for (module docstring)."""
+    """The model state the values stand for (spec/prove.md, "Bounds")."""
     refs = {key: IDLE for key in range(n_idle)}
     for j in range(n_busy):
         refs[n_idle + j] = MAX_REF if reads >> j & 1 else IN_FLIGHT
@@ -125,7 +125,7 @@ def _state_size(op: str) -> int:
 
 def legal(op: str, *values: Any) -> bool:
     """The precondition of an obligation: a bounded pre-state the manager
-    can leave, and arguments the caller contract allows (module docstring).
+    can leave, and arguments the caller contract allows (spec/prove.md, "Bounds").
     Comparisons only, linear in the values, so that under CrossHair the
     search is finite and cheap."""
     ranges = _RANGES.get(op)
@@ -204,7 +204,7 @@ _RANGES: dict[str, tuple[tuple[int, int], ...]] = {
     "on_request_finished": (*_STATE, *_HOOK, *((0, KINDS[-1]),) * MAX_HOOK_LIST, (0, 1)),
 }
 """Every value's range, whatever the others: the pre-state's four (five
-with ``past``), then the operation's arguments (module docstring).
+with ``past``), then the operation's arguments (spec/prove.md, "Bounds").
 ``legal`` narrows them."""
 
 _BIT = [tuple(v for v in range(2**MAX_KEYS) if v >> j & 1) for j in range(MAX_KEYS)]

@@ -64,7 +64,7 @@ VARIANTS = {
     "on_request_access": "and the same with one key never stored added, so that the keys come "
                          "as a generator",
 }
-"""The variants of each operation (module docstring), in the words of the
+"""The variants of each operation (spec/prove.md, "Variants"), in the words of the
 report's bounds."""
 
 
@@ -169,7 +169,7 @@ def _as_generator(op: str, keys: tuple[int, ...]) -> tuple[int, ...]:
 
 def variants(op: str, state: State, args: Sequence[Any]) -> list[tuple[Any, ...]]:
     """The other arguments ``op`` is also judged with from ``state``
-    (module docstring, ``VARIANTS``)."""
+    (spec/prove.md, "Variants", ``VARIANTS``)."""
     if op == "evict" and args[0] == 1 and state.refs:
         protected = frozenset(args[1])
         if set(state.refs) <= protected:

@@ -40,7 +40,7 @@ class RequestRank:
 
 
 class LRU034CachePolicy(Generic[K, C]):
-    """Least recent rank first over idle chunks (module doc).
+    """Least recent rank first over idle chunks (spec/lru033.md).
 
     ``chunks`` holds every present key, ``ranks`` each present key's rank,
     ``idle`` the idle keys as ``(rank, key)`` pairs in ascending order (the

@@ -70,7 +70,7 @@ def decide(
     stale: Sequence[str] = (),
     incomplete: str | None = None,
 ) -> Verdict:
-    """The verdict of a run (module text). ``failures`` are those that
+    """The verdict of a run (spec/report.md, "Verdicts"). ``failures`` are those that
     count (a ``--known-failing`` entry's are already taken out); ``stale``
     lists known-failing entries that pass now; ``incomplete`` says how much
     of its work a run the time limit stopped did (None: all of it)."""

@@ -18,7 +18,7 @@ __all__ = ["BUDGETS", "PIPE_SCALE", "Budget", "units_of"]
 class Budget:
     name: str
     units: float
-    """Work units the engines share (module doc)."""
+    """Work units the engines share (spec/check.md)."""
 
 
 BUDGETS = {
@@ -30,7 +30,7 @@ BUDGETS = {
 
 PIPE_SCALE = 1 / 16
 """The share of a budget's units for a policy whose calls cross a pipe
-(module doc; benchmarks/results.txt, budgets, has the rates)."""
+(spec/check.md; benchmarks/results.txt, budgets, has the rates)."""
 
 
 def units_of(budget: str | float) -> float:

@@ -41,7 +41,7 @@ def position_of(key: int) -> int | None:
 
 
 class RequestSource(ActionSource):
-    """``ActionSource`` with request traffic (module text): stores are a
+    """``ActionSource`` with request traffic (spec/request.md): stores are a
     request's, loads report to their request, and requests finish."""
 
     def __init__(

@@ -112,7 +112,7 @@ def _check(condition: bool, message: str) -> None:
 
 class OffloadingManagerEmulation:
     """vLLM's ``CPUOffloadingManager`` of ``release`` (``RELEASES``) around a
-    given policy object (module doc). ``chunk_type`` builds new chunks
+    given policy object (spec/manager.md). ``chunk_type`` builds new chunks
     (vLLM's ``ChunkStatus`` layout; pass vLLM's own class to share its
     type). ``store_threshold`` of 2 or more turns the tracker on, as in
     vLLM."""
@@ -135,7 +135,7 @@ class OffloadingManagerEmulation:
         self.release = release
         self.counts_once = release != "0.33"
         """0.34.0: the threshold counts a key once per request, and store
-        events carry the request (module doc)."""
+        events carry the request (spec/manager.md)."""
         self.policy = policy
         self.num_chunks = num_chunks
         self.store_threshold = store_threshold
@@ -317,7 +317,7 @@ class OffloadingManagerEmulation:
 
     def prepare_store(self, keys: Collection[Any], req_context: Any) -> StoreOutput | None:
         """Make room for the offered keys that are not cached and insert
-        them in flight; None when there is no room (module doc)."""
+        them in flight; None when there is no room (spec/manager.md)."""
         offered = list(keys)
         record = self.request_record(req_context)
         counted: set[Any] = record.counted_keys if self.counts_once else set()

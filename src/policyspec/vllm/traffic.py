@@ -421,7 +421,7 @@ def drive(
     *,
     req_context_type: Callable[[str], Any] = ReqContext,
 ) -> TrafficCounts:
-    """Play ``config``'s traffic against ``manager`` (module doc). Requests'
+    """Play ``config``'s traffic against ``manager`` (spec/development.md). Requests'
     contexts are built as ``req_context_type(req_id)``: pass vLLM's
     ``ReqContext`` to drive the real manager."""
     return _Traffic(manager, config, req_context_type).run()

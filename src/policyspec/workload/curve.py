@@ -55,7 +55,7 @@ def _marker(
 
 
 def miss_ratio_svg(title: str, series: Sequence[Series], *, ident: str = "curve") -> str:
-    """One chart (module doc); ``ident`` makes its element ids unique on a
+    """One chart (spec/traffic.md, "Simulate"); ``ident`` makes its element ids unique on a
     page that holds several."""
     sizes = sorted({size for s in series for size, _ in s.points})
     if not sizes:

@@ -77,7 +77,7 @@ class Histogram:
 
 
 class TimedPolicy:
-    """The policy behind a clock (module doc): one ``Histogram`` per method
+    """The policy behind a clock (spec/traffic.md, "Simulate"): one ``Histogram`` per method
     the manager calls, and the evictions the policy refused."""
 
     def __init__(self, policy: Any) -> None:

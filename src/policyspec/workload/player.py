@@ -117,7 +117,7 @@ class _Running:
 
 
 class Player:
-    """One play of a trace against one manager (module doc). ``running``
+    """One play of a trace against one manager (spec/traffic.md). ``running``
     holds the requests started and not finished, by request id."""
 
     def __init__(
@@ -208,7 +208,7 @@ class Player:
             self._finish(running)
 
     def _lookup(self, running: _Running) -> None:
-        """The hit prefix (module doc, 1 and 2), then the prefill's plan."""
+        """The hit prefix (spec/traffic.md, steps 1 and 2), then the prefill's plan."""
         manager, context, counts = self.manager, running.context, self.counts
         hits = 0
         deferred = False
@@ -247,7 +247,7 @@ class Player:
         self._at(running.finish_us, _FINISH, running)
 
     def _store(self, running: _Running, upto: int, *, final: bool = False) -> None:
-        """Offer the computed keys not yet accepted (module doc, 3); a
+        """Offer the computed keys not yet accepted (spec/traffic.md, step 3); a
         refused offer of the last step is offered again later, until the
         ``final`` one at the finish."""
         if upto <= running.accepted:
@@ -271,7 +271,7 @@ class Player:
             self._at(done, _STORE_DONE, running, stored)
 
     def _finish(self, running: _Running) -> None:
-        """A last store attempt, then the finish (module doc, 4)."""
+        """A last store attempt, then the finish (spec/traffic.md, step 4)."""
         self._store(running, len(running.keys), final=True)
         running.finished = True
         self.counts.finishes += 1
@@ -290,6 +290,6 @@ def play(
     timing: Timing = Timing(),
     new_context: Callable[[str], Any] = ReqContext,
 ) -> PlayCounts:
-    """Play ``requests`` against ``manager`` (module doc): vLLM's real
+    """Play ``requests`` against ``manager`` (spec/traffic.md): vLLM's real
     ``CPUOffloadingManager`` (pass vLLM's ``ReqContext``) or an emulation."""
     return Player(manager, requests, timing=timing, new_context=new_context).run()

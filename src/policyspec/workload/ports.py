@@ -29,7 +29,7 @@ class Chunk(ChunkStatus):
 
 
 class DefaultHooks:
-    """A seed-API policy with vLLM 0.33's base-class hooks (module doc)."""
+    """A seed-API policy with vLLM 0.33's base-class hooks (spec/traffic.md)."""
 
     def __init__(self, policy: SeedPolicy) -> None:
         self.policy = policy
@@ -64,7 +64,7 @@ class DefaultHooks:
 
 def driven_policy(subject: Subject, capacity: int) -> Any:
     """A fresh policy of ``subject``, ready for the emulated 0.33 manager
-    (module doc)."""
+    (spec/traffic.md)."""
     built = subject.build(capacity)
     if subject.api in NATIVE:
         return unwrap(built)

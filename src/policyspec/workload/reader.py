@@ -78,7 +78,7 @@ def _open(path: Path) -> io.BufferedIOBase:
 
 
 def read_trace(path: str | Path) -> Iterator[TraceRequest]:
-    """The requests of the trace at ``path``, one at a time (module doc).
+    """The requests of the trace at ``path``, one at a time (spec/traffic.md, "Trace formats").
     Raises ``TraceFormatError`` at the first bad line, ``OSError`` when the
     file cannot be read."""
     shown = str(path)

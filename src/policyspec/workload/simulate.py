@@ -84,7 +84,7 @@ class CellKey:
 
 @dataclass
 class Cell:
-    """One cell's outcome (module doc). ``times`` holds what differs from
+    """One cell's outcome (spec/traffic.md, "Simulate"). ``times`` holds what differs from
     run to run; everything else is deterministic."""
 
     index: int
@@ -207,7 +207,7 @@ def grid(
     traces: Sequence[TraceEntry], capacities: Sequence[int], policies: Sequence[PolicyEntry],
     shard: tuple[int, int] = (1, 1),
 ) -> list[CellKey]:
-    """The cells of this shard, in grid order (module doc)."""
+    """The cells of this shard, in grid order (spec/traffic.md, "Simulate")."""
     index, total = shard
     keys = []
     n = 0

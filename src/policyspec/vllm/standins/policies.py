@@ -64,7 +64,7 @@ class ChunkStatus(ctypes.Structure):
 
 
 class CachePolicy(ABC):
-    """vLLM's policy ABC, as one superset of its revisions (module doc)."""
+    """vLLM's policy ABC, as one superset of its revisions (spec/contract.md)."""
 
     _policyspec_standin = _BASE_HOME
 
@@ -80,7 +80,7 @@ class CachePolicy(ABC):
     @abstractmethod
     def remove(self, key: Any) -> None: ...
 
-    # R-1 to R9; gone in R10 (module doc).
+    # R-1 to R9; gone in R10 (spec/contract.md).
     def touch(self, keys: Iterable[Any], *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(
             "touch is abstract up to vLLM 0.33.0 and gone from 0.34.0: this policy has none")
@@ -114,7 +114,7 @@ class CachePolicy(ABC):
         return None
 
     # R8: request-scoped recency; R6 and forks: a no-op with one argument.
-    # Up to R9 the default touches; R10's does nothing (module doc).
+    # Up to R9 the default touches; R10's does nothing (spec/contract.md).
     def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
         if self._touches():
             self.touch(keys, req_context)
