@@ -1,6 +1,7 @@
 """spec/development.md's map of the repository is true: every package and
-root module of src/policyspec is in it, and every path it names exists. A
-map that drifts from the tree sends a newcomer to files that are gone."""
+root module of src/policyspec is in it, and every path it names exists; so
+does every repository path another spec page names. A map that drifts from
+the tree sends a newcomer to files that are gone."""
 
 from __future__ import annotations
 
@@ -95,3 +96,36 @@ def test_a_missing_module_and_a_stale_path_are_reported(tmp_path: Path) -> None:
     assert "the map names src/pkg/merge.py, which does not exist" in found
     assert "the map names src/pkg/model/html, which does not exist" in found
     assert len(found) == 4
+
+
+SPEC_PATH = re.compile(r"`((?:tests|src|conformance|benchmarks|spec|examples)/[\w./-]+)`")
+
+
+def stale_spec_paths(spec: Path, root: Path) -> list[str]:
+    """``page: path`` for each path of this repository a spec page names (in
+    backticks) that does not exist. vLLM's own test paths (``tests/v1/``)
+    are vLLM's, and ``module.name`` names an attribute of a module."""
+    stale: list[str] = []
+    for page in sorted(spec.glob("*.md")):
+        for path in SPEC_PATH.findall(page.read_text(encoding="utf-8")):
+            path = path.rstrip(".,:")
+            if path.startswith("tests/v1/") or (root / path).exists():
+                continue
+            module = path.rsplit(".", 1)[0] + ".py"
+            if not (root / module).is_file():
+                stale.append(f"{page.name}: {path}")
+    return stale
+
+
+def test_every_repository_path_the_spec_pages_name_exists() -> None:
+    assert stale_spec_paths(ROOT / "spec", ROOT) == []
+
+
+def test_a_stale_path_in_a_page_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "vllm_env.py").write_text("", encoding="utf-8")
+    (tmp_path / "spec" / "a.md").write_text(
+        "`src/pkg/report.py`, `tests/vllm_env.installed`, `tests/v1/test_x.py`, `spec/a.md`\n",
+        encoding="utf-8")
+    assert stale_spec_paths(tmp_path / "spec", tmp_path) == ["a.md: src/pkg/report.py"]
