@@ -129,3 +129,41 @@ def test_a_stale_path_in_a_page_is_reported(tmp_path: Path) -> None:
         "`src/pkg/report.py`, `tests/vllm_env.installed`, `tests/v1/test_x.py`, `spec/a.md`\n",
         encoding="utf-8")
     assert stale_spec_paths(tmp_path / "spec", tmp_path) == ["a.md: src/pkg/report.py"]
+
+
+VLLM_FILES = frozenset({"lru.py", "test_evict_until.py"})
+"""Files of vLLM (or a fork of it) that spec/bugs.md names as sources."""
+
+
+def bug_page_problems(page_text: str, faulty: Path) -> list[str]:
+    """What spec/bugs.md gets wrong about the faulty corpus: a file it names
+    that is not there, or a corpus file citing the page that it leaves out.
+    A name is a corpus file, a path from the repository's root, or vLLM's."""
+    named = set(re.findall(r"`([\w/]+\.py)`", page_text))
+    corpus = {str(path.relative_to(faulty)): path for path in faulty.rglob("*.py")}
+    root = faulty.parent.parent
+    out = [f"bugs.md names {name}, which is not in the corpus"
+           for name in sorted(named)
+           if name not in corpus and name not in VLLM_FILES and not (root / name).is_file()]
+    out += [f"{name} cites spec/bugs.md but the page leaves it out"
+            for name, path in sorted(corpus.items())
+            if "spec/bugs.md" in path.read_text(encoding="utf-8") and name not in named]
+    return out
+
+
+def test_the_bug_page_and_the_faulty_corpus_agree() -> None:
+    page = (ROOT / "spec" / "bugs.md").read_text(encoding="utf-8")
+    assert bug_page_problems(page, ROOT / "tests" / "faulty") == []
+
+
+def test_a_missing_or_unlisted_corpus_file_is_reported(tmp_path: Path) -> None:
+    faulty = tmp_path / "tests" / "faulty"
+    faulty.mkdir(parents=True)
+    (faulty / "v01_a.py").write_text('"""faulty: X\n\nspec/bugs.md V1."""\n', encoding="utf-8")
+    (faulty / "v02_b.py").write_text('"""faulty: X\n\nspec/bugs.md V2."""\n', encoding="utf-8")
+    (faulty / "plain.py").write_text('"""faulty: X"""\n', encoding="utf-8")
+    page = "| V1 | ... | `v01_a.py` (X), `v03_gone.py` (Y); a fork's `lru.py` |\n"
+    assert bug_page_problems(page, faulty) == [
+        "bugs.md names v03_gone.py, which is not in the corpus",
+        "v02_b.py cites spec/bugs.md but the page leaves it out",
+    ]
