@@ -244,7 +244,7 @@ class Revision:
     """True when blocks are ``ChunkStatus`` (``chunk_id``)."""
     released: bool = True
     """False for the revisions that come from pull-request heads and are in
-    no vLLM release up to 0.34.0 (R6, R7, R7b: spec/contract.md, R9)."""
+    no vLLM release up to 0.34.0 (R6, R7, R7b: spec/contract.md, API revisions)."""
 
     @property
     def touches(self) -> bool:

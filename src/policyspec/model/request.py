@@ -105,7 +105,7 @@ class Requests:
 def can_store_miss(state: State, requests: Requests, r: int, keys: Sequence[int]) -> bool:
     """``prepare_store`` reports the keys it is about to store that its
     request has not reported yet: distinct absent keys, at least one, of an
-    unfinished request (spec/contract.md, R9)."""
+    unfinished request (spec/request.md; spec/contract.md, R9)."""
     request = requests.get(r)
     return (
         bool(keys)
