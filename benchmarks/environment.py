@@ -1,5 +1,5 @@
-"""What the policy's environment costs (policyspec.environment, issue 28
-item 3): a virtual clock and a random stream put in place around policy
+"""What the policy's environment costs (policyspec.environment):
+a virtual clock and a random stream put in place around policy
 calls, and clock functions that tell a policy's reads from policyspec's.
 
 Three figures, each the fastest of ``repeats`` runs in process CPU time,

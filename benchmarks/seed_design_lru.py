@@ -5,7 +5,7 @@ Two structures, as the seed LRU has them: ``blocks``, a dict of every
 present key, and ``idle``, an OrderedDict of the keys whose block has
 ref_cnt 0, least recent first. Each method does the obvious thing with
 them; no fast paths. Written for policyspec from the seed's description
-(CONTRACT.md section 2C), not copied from vLLM. tests/test_engine_fast.py
+(spec/lru.md), not copied from vLLM. tests/test_engine_fast.py
 checks that it is an exact seed LRU.
 """
 

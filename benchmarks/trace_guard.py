@@ -1,6 +1,6 @@
 """``python -m benchmarks.trace_guard [TRACE]``: what ``policyspec.guard``
-costs a user, in vLLM's manager's time, on a serving trace (issue 31, item
-4). Needs vLLM 0.33.0 installed: run it with the venv of .ci/vllm033.sh
+costs a user, in vLLM's manager's time, on a serving trace. Needs vLLM
+0.33.0 installed: run it with the venv of .ci/vllm033.sh
 (``.venv-vllm033/bin/python -m benchmarks.trace_guard``).
 
 vLLM's real ``CPUOffloadingManager`` plays the trace (``policyspec.workload``'s

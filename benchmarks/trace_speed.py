@@ -1,5 +1,5 @@
 """``python -m benchmarks.trace_speed TRACE``: how fast ``policyspec
-simulate`` plays a serving trace (issue 31, item 6).
+simulate`` plays a serving trace.
 
 1. The grid: the whole trace at three cache sizes (default 10,000, 30,000
    and 100,000 blocks) through the reference LRU and ARC of vLLM 0.33.0 and

@@ -1,7 +1,7 @@
-"""Test-local stand-ins for the golden scenarios (CONTRACT.md section 4).
+"""Test-local stand-ins for the golden scenarios (spec/contract.md, vLLM's own tests).
 
-``GoldenManager`` plays vLLM's seed-era CPU offloading manager as CONTRACT
-2A describes it: block ids handed out fresh first, then reused from a LIFO
+``GoldenManager`` plays vLLM's seed-era CPU offloading manager as
+spec/sources.md (C1-C12) describes it: block ids handed out fresh first, then reused from a LIFO
 free list; an idle-block counter kept beside the policy; the fast-fail guard
 that skips ``evict`` when the counter says it cannot succeed. It counts its
 calls to ``policy.evict`` (the scenario's spy).
@@ -150,7 +150,7 @@ class StoreOutput:
 
 @dataclass
 class GoldenManager:
-    """The seed-era manager's policy-facing behaviour (CONTRACT 2A, C1-C12)."""
+    """The seed-era manager's policy-facing behaviour (spec/sources.md, C1-C12)."""
 
     policy: Policy
     num_blocks: int

@@ -1,4 +1,4 @@
-"""Loading real policy files (issue 19, item 5): each case gives exit 2 and
+"""Loading real policy files: each case gives exit 2 and
 one line naming the problem, or works.
 
 Fixtures in tests/loading_fixtures/ are laid out as forks and repositories

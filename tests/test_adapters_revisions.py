@@ -1,5 +1,5 @@
 """Revision detection, the static signature check, and the Protocols authors
-type-check against (CONTRACT.md section 1)."""
+type-check against (spec/contract.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every user mistake in a target gives one TargetError line naming the
-problem (issue 8, item 2), and good targets of both forms load."""
+problem, and good targets of both forms load."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The ARC corpus: every faulty ARC (tests/faulty/arc_*.py, one per bug of
-BUGS.md that ARC had) is caught under ``--profile arc`` with the
+spec/bugs.md that ARC had) is caught under ``--profile arc`` with the
 requirement its header names and no other MUST id; the reference ARC
 conforms; the reference LRU and ARC each fail the other's profile, saying
 where; and attribution (witness/explain.py with model/arc_diagnosis.py)

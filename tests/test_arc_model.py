@@ -173,7 +173,7 @@ class ReferenceBackend:
 
 
 class Manager:
-    """Just enough of vLLM's CPU offloading manager (CONTRACT 2A) to replay
+    """Just enough of vLLM's CPU offloading manager (spec/sources.md, C1-C12) to replay
     the golden scenarios: it writes ref_cnt and calls the policy as vLLM's
     manager does, including the idle-count guard before evict (C6b)."""
 

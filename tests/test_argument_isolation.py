@@ -1,4 +1,4 @@
-"""The engines' data are their own (issue 28, item 4): what a policy does
+"""The engines' data are their own: what a policy does
 to the containers it is given never reaches the engines' generation or
 their replays, in the checker's process or behind ``--isolate``; a run that
 found a MUST failure ends in FAIL, with any engine error beside it."""

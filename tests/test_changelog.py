@@ -1,4 +1,4 @@
-"""The registry, spec/CHANGELOG.md and SPEC_VERSION agree (issue 19, item 8).
+"""The registry, spec/CHANGELOG.md and SPEC_VERSION agree.
 
 Replaying the changelog from its oldest version must give the registry
 exactly: every id added once, with its current level and profile those of

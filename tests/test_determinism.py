@@ -1,4 +1,4 @@
-"""Budgets are amounts of work (issue 28): the same target, seed and budget
+"""Budgets are amounts of work: the same target, seed and budget
 give the same checked calls per engine, the same verdict and the same
 minimal traces with ``--jobs 1`` and ``--jobs 2``, and on a machine busy
 with three CPU-bound processes. Nothing here is timed: a busy machine makes
@@ -125,7 +125,7 @@ def test_the_stateful_engine_does_the_same_work_whatever_the_process_imported() 
     """Hypothesis mixes constants read from every local module loaded into
     its draws; the command imports more of policyspec than a library call
     or a pytest session, and with those constants the same seed did other
-    work in each (issue 28's nightly: other findings from the two front
+    work in each (a nightly run once found other findings from the two front
     ends). The engines draw from the seed alone (``engines.draws``)."""
     def work(mode: str) -> tuple[int, int, int]:
         done = subprocess.run([sys.executable, "-c", STATEFUL_WORK, mode],

@@ -96,7 +96,7 @@ def test_a_changed_evict_signature_is_exit_1_naming_it(
 
 
 def test_every_change_of_033_to_034_is_one_line(tmp_path: Path) -> None:
-    """0.34.0 judged against R9 alone: what CONTRACT.md section 6 lists,
+    """0.34.0 judged against R9 alone: what spec/contract.md, R10 lists,
     and the tiering manager's new calls."""
     files = open_vllm(str(write_tree(tmp_path, "0.34")))
     r9 = [f for f in known_fingerprints() if f.revision == "R9"]

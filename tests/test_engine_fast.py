@@ -189,7 +189,7 @@ class EvictsInFlight(LRUCachePolicy[Any, Any]):
 
 
 class DropsOnShortage(LRUCachePolicy[Any, Any]):
-    """Deletes victims as it finds them; None on shortage (BUGS.md V2)."""
+    """Deletes victims as it finds them; None on shortage (spec/bugs.md V2)."""
 
     def evict(self, n: int, protected: Collection[Any]) -> Any:
         if n == 0:

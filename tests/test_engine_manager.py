@@ -29,7 +29,7 @@ def manager_only(requirement: str) -> bool:
 
 
 class EvictsInFlight(LRUCachePolicy[Any, Any]):
-    """BUGS.md V9: a "prefetch" first pass that evicts blocks still being
+    """spec/bugs.md V9: a "prefetch" first pass that evicts blocks still being
     stored (ref_cnt -1) before the idle ones."""
 
     def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:

@@ -131,7 +131,7 @@ class SeededRandom(LRUCachePolicy[Any, Any]):
 
 
 class RandomSurvivesClear(SeededRandom):
-    """Correct (issue 19): the generator goes on where it stopped after a
+    """Correct: the generator goes on where it stopped after a
     reset, so the policy differs from a fresh one only by it."""
 
     def clear(self) -> None:
@@ -166,7 +166,7 @@ class ClearKeepsOrder(LRUCachePolicy[Any, Any]):
 
 
 class TouchLeavesOrphans(LRUCachePolicy[Any, Any]):
-    """BUGS.md V14: a touched absent key enters the order; evict then meets
+    """spec/bugs.md V14: a touched absent key enters the order; evict then meets
     the orphan and raises KeyError."""
 
     def touch(self, keys: Any) -> None:

@@ -1,4 +1,4 @@
-"""Time and randomness are inputs (issue 28, item 3): a policy checked by
+"""Time and randomness are inputs: a policy checked by
 policyspec reads a virtual clock the engines drive and draws from a random
 stream seeded per instance, in every engine and under ``--isolate``; every
 replay of a trace sees what the run that found it saw, so no MUST is n/a

@@ -1,4 +1,4 @@
-"""Findings an author believes (issue 29, item 5), over the engines: every
+"""Findings an author believes, over the engines: every
 failure's message names only keys its own trace holds (a size finding's
 message once named keys of the larger trace it was shrunk from), no trace
 prints more than ``MOST_PRINTED`` steps (long setups print as one step,

@@ -1,4 +1,4 @@
-"""The golden scenarios of vLLM's own tests (CONTRACT.md section 4), replayed
+"""The golden scenarios of vLLM's own tests (spec/contract.md, vLLM's own tests), replayed
 on the reference LRU and on the model: both must give the seed-era answers.
 
 Policy level: ready blocks 3, 1, 2, 0; touch([0]); evict(3) gives [3, 1, 2].
@@ -148,7 +148,7 @@ def test_evictable_cache_block_count(policy_cls: Any) -> None:
 
     def count(expected: int) -> None:
         assert m.num_evictable == expected
-        assert idle_count(m.policy) == expected  # CONTRACT I15
+        assert idle_count(m.policy) == expected  # spec/sources.md I15
 
     count(0)
     m.prepare_store(keys(1, 2, 3))

@@ -1,4 +1,4 @@
-"""The guard inside the real vLLM 0.33.0 or 0.34.0 (issue 16, item 5): vLLM's own
+"""The guard inside the real vLLM 0.33.0 or 0.34.0: vLLM's own
 ``CPUOffloadingManager`` loads ``policyspec.guard`` by module path
 (``cache_policy="GuardPolicy"``, ``cache_policy_module_path``) around the
 in-tree LRU and around a faulty policy of the corpus, request traffic runs

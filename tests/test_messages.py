@@ -1,4 +1,4 @@
-"""What a failure says is worded for the policy at hand (issue 19, item 4):
+"""What a failure says is worded for the policy at hand:
 no ``mark_evictable`` in the trace or the snippet of a policy whose revision
 has no such method, and an identity failure names block ids and the step
 that inserted the real block instead of printing object addresses."""

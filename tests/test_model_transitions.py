@@ -220,7 +220,7 @@ def test_clear_gives_the_fresh_state(state: State) -> None:
 @given(quiescent_states(), st.data())
 def test_manager_steps_keep_a_quiescent_state_quiescent(state: State, data: st.DataObject) -> None:
     # Between two manager steps every 0-transition has been reported, so the
-    # idle list holds exactly the keys at ref_cnt 0 (CONTRACT C3/C4).
+    # idle list holds exactly the keys at ref_cnt 0 (spec/sources.md C3/C4).
     assert is_quiescent(state)
     step = data.draw(
         st.sampled_from(

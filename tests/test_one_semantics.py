@@ -1,4 +1,4 @@
-"""One semantics (issue 29, item 3). The model (``policyspec.model``) is the
+"""One semantics. The model (``policyspec.model``) is the
 only definition of a policy's behaviour. Two places re-implement part of it
 in place, for speed: the fast engine's oracle (``sources.oracle``) and the
 history judge (``history.core.CoreJudge``), each for the profiles whose

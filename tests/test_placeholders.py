@@ -1,4 +1,4 @@
-"""Fork files that use vLLM names the stand-ins lack (issue 27 item 6): exit
+"""Fork files that use vLLM names the stand-ins lack: exit
 2 by default, naming the name and the option; with ``--placeholder NAME``
 the name stays an inert placeholder for the whole check, the report names
 it and every rendering of the verdict says it holds with it."""

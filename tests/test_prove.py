@@ -6,7 +6,7 @@ The fast part runs the obligations' bodies concretely: every canonical
 pre-state is one the manager can leave; the derived pair agrees with the
 model on every canonical step of the reference LRU, and on a sample for the
 other references and vLLM 0.33's lone files; each faulty fixture, and the
-three faults of issue 30, break a known requirement on a known step; a
+three corpus faults v01, v09 and touch_walks_forward, break a known requirement on a known step; a
 third-party policy is proved through the derived pair, never a hand-written
 one; the operations follow the policy's revision; a counterexample becomes
 check's minimal trace and a pytest test that fails on the faulty policy and
@@ -107,7 +107,7 @@ def faulty(name: str) -> str:
 THIRD_PARTY = fixture("third_party_evicts_in_flight")
 
 # (target, profile, operation, canonical values, requirement the derived pair
-# sees): the fixtures of tests/prove_fixtures/ and the three faults of issue 30
+# sees): the fixtures of tests/prove_fixtures/ and three faults of tests/faulty/
 DERIVED = [
     (fixture("ignores_protected"), "core", "evict", (1, 0, 0, 1, 1, 1), "EVICT-UNPROTECTED"),
     (fixture("evicts_in_flight"), "core", "evict", (0, 1, 0, 1, 1, 0), "EVICT-IDLE-ONLY"),
@@ -687,7 +687,7 @@ def test_iterations_must_be_a_count(capsys: pytest.CaptureFixture[str]) -> None:
 
 PATHS = 1000
 """``--iterations`` of the CrossHair tests: found or not does not depend on
-the machine (the three faults of issue 30 are found within it)."""
+the machine (the three faults of tests/faulty/ in DERIVED are found within it)."""
 
 
 def _prove(target: str, profile: str, op: str, abstraction: str | None = None) -> Any:

@@ -88,7 +88,7 @@ KEYED_STEPS = (
 
 class Lockstep:
     """The reference policy and the model driven side by side, the way the
-    manager drives a policy (CONTRACT 2A)."""
+    manager drives a policy (spec/sources.md, C1-C12)."""
 
     def __init__(self) -> None:
         self.policy: LRUCachePolicy[Hashable, ProbeBlock] = LRUCachePolicy(cache_capacity=8)
@@ -305,7 +305,7 @@ def test_remove_of_an_absent_key_raises_key_error() -> None:
 
 
 def test_mark_evictable_of_an_idle_key_keeps_its_place() -> None:
-    # CONTRACT I11: the seed's OrderedDict assignment does not move the key.
+    # spec/sources.md I11: the seed's OrderedDict assignment does not move the key.
     policy, blocks = ready_policy()
     blocks[3].manager_write(IDLE)
     policy.mark_evictable(3)

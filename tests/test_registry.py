@@ -123,7 +123,7 @@ CORE_MUSTS = [r for r in by_id() if r.profile == "core" and r.level == "MUST"]
 
 @pytest.mark.parametrize("req", CORE_MUSTS, ids=lambda r: r.id)
 def test_every_core_must_names_what_vllm_relies_on(req: Requirement) -> None:
-    """Core is what the manager relies on (DESIGN.md): the text of a core
+    """Core is what the manager relies on (spec/design.md): the text of a core
     MUST says which manager behaviour it protects (``*Protects:*``) or which
     sentence of vLLM's documented contract it enforces (``*Enforces:*``).
     A relation that only correct adaptive designs break belongs to an exact

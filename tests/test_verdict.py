@@ -1,4 +1,4 @@
-"""No plain PASS with a MUST unjudged (issue 28, item 5): the verdict rule,
+"""No plain PASS with a MUST unjudged: the verdict rule,
 written once in ``policyspec.reports.verdict``, and how every front end and format
 shows the ``unjudged`` verdict."""
 

@@ -1,4 +1,4 @@
-"""Witnesses an author believes (issue 19, item 3): the minimiser forgets a
+"""Witnesses an author believes: the minimiser forgets a
 key's padding life, the manager's own findings shrink through a replay with
 its bookkeeping, a metamorphic witness keeps only the added calls it needs,
 and a fault that needs a full cache is shown at a small capacity.

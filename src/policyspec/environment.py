@@ -1,42 +1,10 @@
 """What a policy sees of the world while it is checked: a virtual clock the
-engines drive and a random stream seeded per policy instance (issue 28,
-item 3). Time and randomness are inputs of a check, like the calls: every
-replay of a trace gives the policy the same clock readings and the same
-random numbers as the run that found it, so the requirements that need a
-replay (the metamorphic relations, shrinking, a confirming replay) apply to
-a policy that reads the clock or draws random numbers like to any other.
-
-Each policy instance gets an ``Environment`` (``Subject.environment``):
-
-* Its clock reads ``MONOTONIC_START`` (``time.monotonic``,
-  ``time.perf_counter`` and their ``_ns`` forms) and ``WALL_START``
-  (``time.time``, ``time.time_ns``, ``datetime.datetime.now``, ``utcnow``
-  and ``today``) when built, and moves only with the trace's clock steps
-  (``("clock", ms)``, spec/state.md "Time and randomness"): a step forward
-  moves every clock, a step back (``ms`` < 0) moves only the wall clock, as
-  a real wall clock steps back while monotonic clocks never do. A call that
-  reads the clock more than ``SPIN_READS`` times since the last step sees it
-  advance 1 µs a read, so a policy that waits inside a call for time to pass
-  still returns.
-* Its random stream: ``random``'s global generator is seeded with the run's
-  seed when the instance is built, a ``random.Random()`` made without a
-  seed during one of its calls gets a seed of the instance's, and numpy's
-  global generator (when numpy is imported) is seeded too. Each instance
-  keeps its own stream: switching to another instance saves one state and
-  restores the other (a copy made by ``engines.snapshot.fork`` starts where
-  its original was). ``random.SystemRandom``, ``os.urandom`` and numpy's
-  ``default_rng()`` read the operating system's entropy, which no seed
-  controls: a policy using them stays non-deterministic.
-
-``controlled(seed)`` puts the virtual clock in place for a run: it replaces
-the clock functions of ``time`` and ``datetime.datetime`` (and the names a
-policy's module imported from them, ``from time import monotonic``) by
-functions that answer with the active environment's clock while a policy
-call runs (``enter``/``leave``, around every call or chunk of calls), and
-with the real clock otherwise and to policyspec's own code (its deadlines,
-the call watchdog, ``found_after_s``; Hypothesis runs between policy calls).
-A policy module is told apart by its frames: code of ``policyspec`` other
-than ``policyspec.reference`` always reads the real clock.
+engines drive and a random stream seeded per policy instance
+(spec/environment.md). Time and randomness are inputs of a check, like the
+calls, so every replay of a trace gives the policy the same clock readings
+and random numbers, and the requirements that need a replay judge a policy
+that reads a clock like any other. policyspec's own code always reads the
+real clock.
 """
 
 from __future__ import annotations
@@ -124,7 +92,7 @@ def run_seed() -> int:
 
 
 class LocalEnvironment:
-    """The environment of a policy instance in this process (module text)."""
+    """The environment of a policy instance in this process (spec/environment.md)."""
 
     __slots__ = ("_numpy_state", "_random_state", "monotonic_ns", "read_clock",
                  "read_wall_after_back", "reads", "seed", "stepped_back", "unseeded", "wall_ns")
@@ -350,7 +318,7 @@ def _replacements() -> dict[int, tuple[object, object]]:
 
 
 def _install() -> None:
-    """Replace the clock functions and ``random.Random.seed`` (module text)."""
+    """Replace the clock functions and ``random.Random.seed`` (spec/environment.md)."""
     table = _replacements()
     for name, fn in _VIRTUAL_TIME.items():
         _installed.append((time, name, getattr(time, name)))
@@ -384,7 +352,7 @@ def _uninstall() -> None:
 @contextlib.contextmanager
 def controlled(seed: int = 0) -> Iterator[None]:
     """The virtual clock in place, and ``seed`` the random seed of every
-    environment made meanwhile (module text). Nested uses share the first's
+    environment made meanwhile (spec/environment.md). Nested uses share the first's
     patches; each restores the seed it found."""
     global _depth, _seed, _owner
     saved = _seed

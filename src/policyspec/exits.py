@@ -1,5 +1,5 @@
 """Exit codes and the one exception for a user's mistake, shared by every
-front end (DESIGN.md): 0 conforms / nothing found, 1 does not conform /
+front end (spec/design.md): 0 conforms / nothing found, 1 does not conform /
 counterexample, 2 could not run (bad target, import error, missing methods,
 bad arguments), 3 ran without finding a failure but left a MUST that applies
 to the policy unjudged (``policyspec.reports.verdict``: not a pass, and not a

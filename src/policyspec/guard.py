@@ -1,43 +1,10 @@
-"""``policyspec.guard``: a ``CachePolicy`` that vLLM loads by module path
-and that wraps the policy one really wants to run, recording every call
-(spec/history.md) and, in ``check`` mode, judging the cheap MUST clauses of
-core online.
-
-vLLM 0.33 loads it with ``cache_policy="GuardPolicy"`` and
-``cache_policy_module_path="policyspec.guard"`` (the offloading connector's
-extra config keys ``eviction_policy`` / ``cache_policy_module_path``). The
-guard is configured by environment variables, because vLLM builds the
-policy as ``cls(cache_capacity=n)`` and passes nothing else:
-
-* ``POLICYSPEC_GUARD_TARGET``: the wrapped policy, ``module:Class`` or
-  ``path/to/file.py:Class`` (required);
-* ``POLICYSPEC_GUARD_MODE``: ``record`` (default) or ``check``;
-* ``POLICYSPEC_GUARD_JUDGE``: where check mode judges, ``inline`` (default:
-  in the caller's thread, at every call) or ``process`` (in a child process
-  fed each buffer of records as it is written: the caller pays for
-  recording only, and violations are logged a buffer late; with ``log``
-  only, ``policyspec.history.judge_process``);
-* ``POLICYSPEC_GUARD_HISTORY``: the history file (default
-  ``policyspec-history.jsonl``; a ``{pid}`` in it is replaced);
-* ``POLICYSPEC_GUARD_ON_VIOLATION``: ``log`` (default) or ``raise``;
-* ``POLICYSPEC_GUARD_MAX_BYTES`` / ``POLICYSPEC_GUARD_SEGMENTS``: the size
-  of a segment and how many are kept (rotation).
-* ``POLICYSPEC_GUARD_API``: the API revision to run a policy that fits two
-  as (``R9`` or ``R10``; default: the installed vLLM's, else the newest).
-
-The guard never changes what the wrapped policy returns or raises: it reads
-the results (never consumes an iterator: a result that is not a list is
-recorded by its type) and passes them on. In ``raise`` mode it raises
-``GuardViolation`` after the call, when the call broke a rule.
-
-A hook the wrapped policy inherits from vLLM's base class (or has not at
-all, a policy of an older revision) is carried out as the base class of
-its revision does (up to vLLM 0.33, R9: ``on_store_miss`` and
-``on_request_finished`` touch; from 0.34, R10, which has no touch: they do
-nothing) and both the hook and the calls it makes are recorded, so that
-the history shows what the policy saw. Presence is judged at the manager's
-own ``get`` calls: the guard makes no call of its own, which could move the
-policy's state.
+"""``policyspec.guard``: a ``CachePolicy`` vLLM loads by module path that wraps
+the policy one wants to run, records every call (spec/history.md) and, in
+``check`` mode, judges core's cheap MUSTs online (spec/production.md). It is
+configured by environment variables because vLLM builds a policy with
+``cache_capacity`` alone. It never changes what the wrapped policy returns
+or raises, and makes no call of its own, which could move the policy's
+state.
 """
 
 from __future__ import annotations
@@ -93,7 +60,7 @@ ENV = {
     "segments": "POLICYSPEC_GUARD_SEGMENTS",
     "api": "POLICYSPEC_GUARD_API",
 }
-"""The environment variables the guard reads (module doc)."""
+"""The environment variables the guard reads (spec/production.md)."""
 
 _get_ident = threading.get_ident
 _read: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(
@@ -254,7 +221,7 @@ _NOT_HELD: _Held = (None, "", "", "")
 
 
 class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
-    """The guard (module doc). ``target``, ``mode``, ``history``,
+    """The guard (spec/production.md). ``target``, ``mode``, ``history``,
     ``on_violation`` default to the environment (``ENV``).
 
     Every call becomes the text of its record at once (spec/history.md),

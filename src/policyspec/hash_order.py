@@ -1,21 +1,9 @@
 """The order of sets and dicts of keys is an input of a check, like the
-clock and the random stream (policyspec.environment).
-
-The keys handed to a policy are bytes (vLLM's ``OffloadKey`` format), and
-Python hashes bytes with a secret drawn per process unless
-``PYTHONHASHSEED`` fixes it. A set of keys (``evict``'s ``protected``, a
-set-shaped ``touch``) is iterated in hash order, so a policy that acts on
-that order (one that honours the first 1,000 protected keys) does other
-work in each process: other checked-call counts, another minimal trace,
-even another verdict. So the ``policyspec`` command runs under one hash
-seed, ``HASH_SEED``: started without it, it starts itself again with it
-(``run_under_fixed_hash``) before doing anything, and every process it
-starts (workers, ``--isolate`` children, simulate's cells) inherits it.
-
-The pytest plugin runs in pytest's own process, whose seed it cannot
-change: it says so in its header when the seed is not fixed
-(``fixed()``), and ``PYTHONHASHSEED=0 pytest ...`` gives the command's
-traces.
+clock and the random stream (spec/environment.md). Bytes keys hash with a
+per-process secret, so a policy that acts on a set's order would do other
+work in each process. The ``policyspec`` command therefore runs itself,
+and every process it starts, under one hash seed (``HASH_SEED``); the
+pytest plugin cannot change its process's seed and says so in its header.
 """
 
 from __future__ import annotations

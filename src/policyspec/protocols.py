@@ -1,17 +1,9 @@
-"""vLLM's ``CachePolicy`` at every API revision, as typing Protocols and as
-data, plus the static signature check ``policyspec check`` runs first.
-
-For authors: type-check a policy against the revision it targets with mypy::
-
-    from policyspec.protocols import CachePolicyR4
-    _: type[CachePolicyR4] = MyPolicy      # or: def _(p: MyPolicy) -> CachePolicyR4: return p
-
-Keys and blocks are typed ``Any`` (vLLM's ``OffloadKey`` is a NewType of
-bytes, its ``BlockStatus`` a ctypes structure; neither needs to be
-importable); parameters are positional-only because the manager passes them
-positionally, so parameter names never matter. Revision names and contents
-follow CONTRACT.md section 1; ``REVISIONS`` is the single table the adapters
-detect revisions from.
+"""vLLM's ``CachePolicy`` at every API revision (spec/contract.md), as typing
+Protocols an author type-checks a policy against, and as data: ``REVISIONS``
+is the single table the adapters detect revisions from, and the static
+signature check ``policyspec check`` runs first reads it. Keys and blocks
+are ``Any`` and parameters positional-only, because the manager passes
+them positionally and neither vLLM type needs to be importable.
 """
 
 from __future__ import annotations
@@ -252,7 +244,7 @@ class Revision:
     """True when blocks are ``ChunkStatus`` (``chunk_id``)."""
     released: bool = True
     """False for the revisions that come from pull-request heads and are in
-    no vLLM release up to 0.34.0 (R6, R7, R7b: CONTRACT.md section 5)."""
+    no vLLM release up to 0.34.0 (R6, R7, R7b: spec/contract.md, API revisions)."""
 
     @property
     def touches(self) -> bool:

@@ -36,7 +36,7 @@ hooks of R8 and R9, vLLM 0.33), ``isolated`` (run under --isolate) and
 
 
 class SeedPolicy(Protocol):
-    """vLLM's CachePolicy at the seed revision R3 (CONTRACT.md section 1)."""
+    """vLLM's CachePolicy at the seed revision R3 (spec/contract.md)."""
 
     def get(self, key: Any) -> Any: ...
     def insert(self, key: Any, block: Any) -> None: ...

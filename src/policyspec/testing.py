@@ -1,11 +1,8 @@
-"""Reusing the conformance suite from pytest.
-
-``ConformanceSuite`` is a base class: a test class that sets ``target`` (or
-``policy_class``) and ``profile`` gets one test per requirement of that
-profile, each passing, failing with the minimal trace and a repro, or
-skipped as N/A. Several subclasses in one run check several policies; the
-check itself runs once per (target, profile, budget, seed) and is shared,
-also by the workers of ``pytest -n N`` (pytest-xdist).
+"""Reusing the conformance suite from pytest (spec/pytest.md): a test class
+that derives from ``ConformanceSuite`` and sets ``target`` (or
+``policy_class``) and ``profile`` gets one test per requirement. The check
+runs once per target, profile, budget and seed and is shared, also by the
+workers of ``pytest -n N``.
 
     class TestMyPolicy(ConformanceSuite):
         target = "my_pkg.policy:MyPolicy"
@@ -142,7 +139,7 @@ def assert_requirement(report: Report, requirement: str) -> None:
 
 
 class ConformanceSuite:
-    """Base class for conformance tests of one policy (see module doc)."""
+    """Base class for conformance tests of one policy (spec/pytest.md)."""
 
     target: ClassVar[str | None] = None
     policy_class: ClassVar[type | None] = None

@@ -1,22 +1,9 @@
 """Running a check's engines: in turn in this process (``--jobs 1``), or on
-several cores (``--jobs N``).
-
-The work is the same whatever ``--jobs``: every engine's share of the
-budget is split into the parts the engine declares (``Engine.parts``, each
-with a seed of its own: part 0 the run's own seed), and ``--jobs`` only
-decides how many parts run at once; the exhaustive engine splits its search
-space into ``--jobs`` shards instead (its ``--shard`` mechanism, so the
-copies cover the space once). The parts of an engine are merged into one
-``EngineRun``, a requirement's finding taken from the lowest part that has
-one, so the same target, seed and budget give the same counts, verdict and
-trace with ``--jobs 1`` and ``--jobs 2``.
-
-Workers are forked from this process, so any subject works (no pickling of
-policy classes or closures), the vLLM stand-ins are already in place, and a
-worker that dies (the policy ended its process) is a verdict
-(API-PROCESS-ALIVE), never a hang. ``--fail-fast``: the first MUST failure
-sets a shared flag that every engine checks between examples (the one
-option whose result depends on timing: which engines stop where).
+several cores (``--jobs N``). The work is split into the parts each engine
+declares, and ``--jobs`` decides only how many run at once, so the same
+target, seed and budget give the same verdict whatever ``--jobs``
+(spec/check.md). Workers are forked, so any subject works without pickling,
+and a worker that dies is a verdict (API-PROCESS-ALIVE), never a hang.
 """
 
 from __future__ import annotations
@@ -71,7 +58,7 @@ def plan(
     seed_of: Callable[[int, tuple[int, int]], int], subject: Subject | None = None,
 ) -> list[Item]:
     """The engine runs of a check: ``units`` of work split by the engines'
-    shares, each engine's share by its parts (module text), the same for
+    shares, each engine's share by its parts (spec/check.md), the same for
     every ``jobs`` but the exhaustive engine's shards. ``seed_of(seed,
     shard)`` is the seed of a non-shardable engine. With ``jobs`` > 1, the
     first part of an engine that leads for one of ``subject``'s capabilities

@@ -9,7 +9,7 @@ chooses before it removes, so a refusal changes nothing, and it reads the
 clock only to choose. Ages never go below 0, so a wall clock that steps
 back only reorders the values.
 
-Correct under core: before issue 28 its checks marked EVICT-ATOMIC,
+Correct under core: before the clock was virtual its checks marked EVICT-ATOMIC,
 EVICT-ZERO and CLEAR-FORGETS-KEYS n/a ("the policy is not deterministic"),
 since two runs of the same calls read two different clocks. Now the clock
 is virtual (policyspec.environment), the relations judge it, and the

@@ -2,8 +2,8 @@
 
 First in, first out: idle blocks are evicted in the order they were
 inserted, whatever was touched, loaded or completed since. ``touch`` is a
-no-op (ignoring order is allowed by core, risk pattern 9 of CONTRACT.md
-section 3). Correct under core, not the seed's order.
+no-op (ignoring order is allowed by core, risk pattern 9 of
+spec/contract.md). Correct under core, not the seed's order.
 """
 
 from collections.abc import Collection, Iterable

@@ -1,6 +1,6 @@
 """correct: core=pass lru=fail
 
-Risk pattern 7 of CONTRACT.md section 3 (Python ``hash()`` of keys): evicts
+Risk pattern 7 of spec/contract.md (Python ``hash()`` of keys): evicts
 the eligible keys with the smallest ``hash(key)``. For bytes keys that
 order changes from one process to the next (hash randomisation), but within
 one process it is fixed, so the policy is deterministic per run and correct

@@ -1,6 +1,6 @@
 """correct: core=pass lru=pass
 
-Risk pattern 4 of CONTRACT.md section 3: ``remove`` and
+Risk pattern 4 of spec/contract.md: ``remove`` and
 ``mark_non_evictable`` are tolerant (``pop(key, None)``) where the seed
 raises KeyError. That hides caller bugs, but the spec promises nothing
 outside the caller contract, and inside it the policy behaves exactly like

@@ -1,6 +1,6 @@
 """correct: core=pass lru=fail
 
-The "true LRU" the reviewers of BUGS.md V8 asked for (vllm PR #51787, PR
+The "true LRU" the reviewers of spec/bugs.md V8 asked for (vllm PR #51787, PR
 #46216): a load is a use when it starts, and when the last load ends the
 block returns to the idle list at the place that use gives it, instead of
 becoming the most recent key when the transfer ends. spec/lru.md says such a

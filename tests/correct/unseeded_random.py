@@ -4,10 +4,10 @@ Random eviction from an unseeded generator (``random.Random()``): in
 production two fresh instances given the same calls choose different
 victims. Every choice is still a correct one, so the policy must pass core.
 Under a check a generator made without a seed during a policy call gets
-one from the policy instance (policyspec.environment, issue 28 item 3), so
+one from the policy instance (policyspec.environment), so
 every replay draws the same numbers and the metamorphic relations judge it
-like a seeded policy (before, they called themselves not applicable: issue
-3, item 3). Its generator goes on after ``clear`` (the SHOULD CLEAR-FRESH,
+like a seeded policy (before, they called themselves not applicable).
+Its generator goes on after ``clear`` (the SHOULD CLEAR-FRESH,
 as tests/correct/random_survives_clear.py). Not run under lru: it is no LRU.
 """
 

@@ -1,4 +1,4 @@
-"""A planted fault (BUGS.md V1): the model's evict with ``protected``
+"""A planted fault (spec/bugs.md V1): the model's evict with ``protected``
 ignored, so a key the manager is about to reuse can be evicted. CrossHair
 must report the postcondition ``evict_violation(...) is None`` as broken
 (the verdict is EVICT-UNPROTECTED).

@@ -1,6 +1,6 @@
 """faulty: ARC-GHOST-ADAPT profile=arc engine=fast capacity=8
 
-Re-creates BUGS.md G3 (openzfs/zfs issue #10548): the ghost hit was first
+Re-creates spec/bugs.md G3 (openzfs/zfs issue #10548): the ghost hit was first
 turned into a real hit (the key taken out of its ghost list) and the
 adaptation ran afterwards, found no ghost and left the target alone, so the
 ghost lists never moved it. Here ``touch`` takes a B1 or B2 key out of its

@@ -1,6 +1,6 @@
 """faulty: ARC-EVICT-ORDER profile=arc engine=fast capacity=8
 
-Re-creates BUGS.md G4 (1055373165/ggcache issue #14): the replace step
+Re-creates spec/bugs.md G4 (1055373165/ggcache issue #14): the replace step
 compared the size of T2 with the target where ARC compares T1's, and the
 ghost lists were bounded by a byte budget worth about six times the
 capacity. Here T1 is preferred while T2 (less the victims taken from it) is

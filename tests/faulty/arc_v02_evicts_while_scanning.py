@@ -1,6 +1,6 @@
 """faulty: EVICT-ATOMIC profile=arc engine=fast capacity=8
 
-Re-creates BUGS.md V2 (vLLM's ARC manager before PR #37874): the eviction
+Re-creates spec/bugs.md V2 (vLLM's ARC manager before PR #37874): the eviction
 loop commits each victim as soon as it finds it (out of T1 or T2, into B1 or
 B2) and returns None when it runs out of candidates half way, so the keys
 taken so far are gone, untracked, although the caller was told that nothing

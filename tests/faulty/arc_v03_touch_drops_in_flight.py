@@ -1,9 +1,9 @@
 """faulty: TOUCH-KEEPS-MEMBERSHIP profile=arc engine=fast capacity=8
 
-Re-creates BUGS.md V3 (vLLM PR #34576), its other reading: ``touch`` takes
+Re-creates spec/bugs.md V3 (vLLM PR #34576), its other reading: ``touch`` takes
 a T1 entry out of T1 and, finding its block not ready, forgets to put it
-back, so a block being stored silently leaves the cache (clause C7: touch
-never changes membership, never drops a not-ready block). Core catches it
+back, so a block being stored silently leaves the cache (the contract's
+touch never changes membership, never drops a not-ready block). Core catches it
 (spec/arc.md, "What core already catches"): TOUCH-KEEPS-MEMBERSHIP.
 """
 

@@ -1,6 +1,7 @@
 """faulty: ARC-TOUCH-NOT-READY profile=arc engine=fast capacity=8
 
-Re-creates the behaviour BUGS.md V3 (vLLM PR #34576) was about, clause C14:
+Re-creates the behaviour spec/bugs.md V3 (vLLM PR #34576) was about
+(ARC-TOUCH-NOT-READY):
 a block the scheduler touches while its store is still in flight has been
 prepared once, not used twice, and must stay in T1. This ARC promotes every
 T1 key it is touched with to T2, ready or not, so blocks seen once fill T2

@@ -1,6 +1,6 @@
 """faulty: TOUCH-TOTAL profile=arc engine=fast capacity=8
 
-Re-creates BUGS.md V3 (vLLM PR #34576): ``touch`` took a T1 entry out of
+Re-creates spec/bugs.md V3 (vLLM PR #34576): ``touch`` took a T1 entry out of
 T1 and then, finding its block not ready, tried to move the same key to the
 end of T1, which raised KeyError. Here the key is popped and then moved
 within T1 exactly so. Core catches it (spec/arc.md, "What core already

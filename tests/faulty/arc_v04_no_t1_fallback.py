@@ -1,6 +1,6 @@
 """faulty: ARC-LIVENESS profile=arc engine=fast capacity=8
 
-Re-creates BUGS.md V4 (vLLM PR #55461): when T1 was below its target, ARC
+Re-creates spec/bugs.md V4 (vLLM PR #55461): when T1 was below its target, ARC
 looked for victims only in T2 and returned None once T2 had no idle,
 unprotected entry left, although T1 had enough. Stores failed needlessly.
 Here the preferred list falls back to the other one only when it is T1.

@@ -1,6 +1,6 @@
 """faulty: ARC-EVICT-LINEAR profile=arc engine=evict-linear
 
-Re-creates BUGS.md V5 (vLLM PR #50992): batch eviction restarted its search
+Re-creates spec/bugs.md V5 (vLLM PR #50992): batch eviction restarted its search
 from the least recent end of T1 or T2 for every victim, skipping the keys
 already chosen, so one ``evict(n)`` cost O(n x size): 5,000 victims from a
 10,000-block cache took about 700 ms instead of 5 ms. The victims are the

@@ -1,6 +1,6 @@
 """faulty: ARC-EVICT-GHOSTS profile=arc engine=fast capacity=4 budget=10
 
-Re-creates BUGS.md V6 (vLLM PR #27039 review): the ARC manager bounded its
+Re-creates spec/bugs.md V6 (vLLM PR #27039 review): the ARC manager bounded its
 ghost lists and its target by a constant 10000 instead of the backend's
 capacity, so on a small cache the ghosts grow far past it and the target
 learns from long-gone traffic. Here ``cache_capacity`` is kept for the

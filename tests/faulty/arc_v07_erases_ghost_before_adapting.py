@@ -1,6 +1,6 @@
 """faulty: ARC-GHOST-ADAPT profile=arc engine=fast capacity=8
 
-Re-creates BUGS.md V7 (vLLM PR #51787: "ARC learns from B1/B2 before
+Re-creates spec/bugs.md V7 (vLLM PR #51787: "ARC learns from B1/B2 before
 insert() removes the ghost entry") inside one policy. The bug was an order
 of steps on the store path: ``insert`` erased the ghost, and the adaptation
 that came after it found no ghost, so ghost hits on stores never moved the

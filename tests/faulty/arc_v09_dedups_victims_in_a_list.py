@@ -1,6 +1,6 @@
 """faulty: ARC-EVICT-LINEAR profile=arc engine=evict-linear
 
-Re-creates the cost half of BUGS.md V9 (a "prefetch" LRU variant): its
+Re-creates the cost half of spec/bugs.md V9 (a "prefetch" LRU variant): its
 batch eviction kept the victims chosen so far in a list and asked
 ``(k, b) not in candidates`` of every one, so one ``evict(n)`` cost
 O(n^2). Here an ARC makes its victims unique the same way before handing

@@ -1,6 +1,6 @@
 """faulty: CLEAR-FORGETS-KEYS engine=metamorphic
 
-Synthetic mutant "clear forgets something" (C11; BUGS.md V12 and the
+Synthetic mutant "clear forgets something" (spec/sources.md I13; spec/bugs.md V12 and the
 catalogue's "clear forgets to reset the target"): ``clear`` empties the
 block map but not the order structure, and ``evict`` skips entries whose
 block is gone or not idle, so nothing crashes and no stale key is ever

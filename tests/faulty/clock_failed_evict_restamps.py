@@ -7,7 +7,7 @@ a later eviction takes depends on the refused call. The policy reads the
 clock, and the fault shows only once time has passed between a key's store
 and the refusal: the check's virtual clock and its clock steps
 (policyspec.environment) make it a fault the metamorphic relation finds and
-replays, where before issue 28 the relation was n/a for this policy.
+replays, where with a wall clock the relation was n/a for this policy.
 """
 
 import heapq

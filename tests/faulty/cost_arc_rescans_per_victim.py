@@ -1,6 +1,6 @@
 """faulty: COST-EVICT-LINEAR
 
-vLLM's ARC before PR #50992 (BUGS.md V5) as a cost fault: to stay atomic,
+vLLM's ARC before PR #50992 (spec/bugs.md V5) as a cost fault: to stay atomic,
 ``evict`` leaves its chosen victims in T1 and T2 until it has all n, and
 finds each next victim by walking the chosen list again from its least
 recent end, past every block in flight or being read and every victim

@@ -1,6 +1,6 @@
 """faulty: COST-EVICT-LINEAR
 
-vLLM's ARC before PR #50992 (BUGS.md V5), on an LRU: to stay atomic, evict
+vLLM's ARC before PR #50992 (spec/bugs.md V5), on an LRU: to stay atomic, evict
 keeps its chosen victims in place until it has all n, and looks for each
 next victim from the least recent end again, stepping over the ones already
 chosen. Same answer as the seed LRU, quadratic work: 5,000 victims out of

@@ -1,6 +1,6 @@
 """faulty: COST-EVICT-PINNED
 
-Third-party pattern (CONTRACT.md section 3, pattern 6; BUGS.md C15): to find
+Third-party pattern (spec/contract.md, risk pattern 6): to find
 the idle blocks, evict looks at every block the policy holds, pinned or not,
 on every call. The answer is the seed LRU's, so every functional check
 passes; a store on a cache full of blocks in flight pays for all of them.

@@ -3,7 +3,7 @@
 ``evict`` empties the caller's ``protected`` set before choosing, so it
 both changes the caller's data and then takes a protected idle key like any
 other. The shape of a fork that "consumes" the protected keys as it scans.
-The engines' own data must stay theirs: before issue 28 (item 4) the
+The engines' own data must stay theirs: before the engines copied their arguments, the
 verdict of this policy under ``--isolate`` was ERROR (the manager engine's
 Hypothesis search saw a report of the changed set left over from an earlier
 example, FlakyStrategyDefinition) although the run had found both ids;

@@ -1,6 +1,6 @@
 """faulty: EVICT-REMOVES
 
-Synthetic mutant (C6: evicted keys are absent afterwards): ``evict`` takes
+Synthetic mutant (evicted keys are absent afterwards): ``evict`` takes
 the victims out of the idle list and returns them, but forgets to drop them
 from the block map, so a lookup still reports a hit on a slot the manager
 has already freed and handed to another key.

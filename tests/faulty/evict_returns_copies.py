@@ -1,6 +1,6 @@
 """faulty: EVICT-IDENTITY
 
-Synthetic mutant (C1, C6): ``evict`` returns a copy of each victim's block
+Synthetic mutant (spec/sources.md I1, I5): ``evict`` returns a copy of each victim's block
 (for instance to "snapshot" it before release) instead of the very object
 inserted. The manager frees the copy's block id; any write it makes goes to
 an object nobody else holds.

@@ -1,6 +1,6 @@
 """faulty: EVICT-EXACT-N
 
-Synthetic mutant from BUGS.md section 2 ("evict returns duplicates", C6),
+Synthetic mutant from spec/bugs.md ("evict returns duplicates"),
 the double free of SGLang's HiCache (S3) and LMCache's hot cache (L1): when
 asked for more than one victim, the list repeats the first pair in place of
 the last one, so the manager frees one slot twice and never frees the other.

@@ -1,6 +1,6 @@
 """faulty: EVICT-SHAPE
 
-Synthetic mutant (C3): ``evict`` returns a lazy iterator of pairs instead of
+Synthetic mutant (spec/sources.md I5): ``evict`` returns a lazy iterator of pairs instead of
 a list. It can be consumed once, has no length, and code that tests the
 result for truth or iterates it twice breaks.
 """

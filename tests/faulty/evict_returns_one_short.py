@@ -1,6 +1,6 @@
 """faulty: EVICT-EXACT-N
 
-Synthetic mutant from BUGS.md section 2 ("evict returns n-1 pairs", C3; vLLM's
+Synthetic mutant from spec/bugs.md ("evict returns n-1 pairs"; vLLM's
 own test suite has a policy returning a partial list): the list stops one
 pair short of n, leaving the store without the slots it asked for.
 """

@@ -1,6 +1,6 @@
 """faulty: EVICT-ZERO
 
-Synthetic mutant (C3: ``evict(0) == []``): a policy whose "nothing found"
+Synthetic mutant (spec/sources.md I9: ``evict(0) == []``): a policy whose "nothing found"
 test also catches the empty request, so ``evict(0, P)`` answers None, which
 the caller reads as "refused" rather than "nothing needed".
 """

@@ -5,7 +5,7 @@ watches the third key inserted since it was built (or cleared). When that
 key has been named by touch exactly once, as ``touch([key, key])``, its block
 is still in flight, the policy holds exactly three blocks and the manager
 asks for one victim with nothing protected, evict hands that block out
-although a store is still writing it (the harm of BUGS.md V9, behind a
+although a store is still writing it (the harm of spec/bugs.md V9, behind a
 narrow trigger). The shortest sequence that shows it has five actions over
 three keys: insert 0, insert 1, insert 2 (all in flight), touch([2, 2]),
 evict(1).

@@ -1,7 +1,7 @@
 """faulty: EVICT-ATOMIC engine=metamorphic
 
-Risk pattern 2 of CONTRACT.md section 3 (state changes that survive a None
-from ``evict``), the form the metamorphic relations of issue 3 target:
+Risk pattern 2 of spec/contract.md (state changes that survive a None
+from ``evict``), the form the metamorphic relations target:
 presence is untouched, but the scan rotates every unprotected idle key it
 passes to the most recent end ("second chance") and keeps that order when
 it runs short and returns None. Later evictions choose other victims than

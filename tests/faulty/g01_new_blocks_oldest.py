@@ -1,6 +1,6 @@
 """faulty: LRU-INSERT-RECENCY profile=lru
 
-Re-creates BUGS.md G1 (Mooncake issues #2976, #3097): newly stored data was
+Re-creates spec/bugs.md G1 (Mooncake issues #2976, #3097): newly stored data was
 indexed with timestamp 0, so the newest data was evicted first. Here a
 block inserted idle is placed at the least recent end instead of the most
 recent one.

@@ -1,6 +1,6 @@
 """faulty: EVICT-ATOMIC
 
-Re-creates BUGS.md G2 (Mooncake issue #2963, PR #2964): victims are
+Re-creates spec/bugs.md G2 (Mooncake issue #2963, PR #2964): victims are
 removed from the maps before an eviction notification is sent, and when the
 notification fails the call gives up without putting them back. The
 notification here fails deterministically on every third eviction, standing

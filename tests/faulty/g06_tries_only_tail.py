@@ -1,6 +1,6 @@
 """faulty: LRU-LIVENESS profile=lru
 
-Re-creates BUGS.md G6 (temporalio/temporal PR #2353): the LRU tried only its
+Re-creates spec/bugs.md G6 (temporalio/temporal PR #2353): the LRU tried only its
 tail, and when that entry was pinned it reported the cache full. Here
 ``evict(n, P)`` looks only at the n least recent idle keys and returns None
 when any of them is protected, although other idle keys could be taken.

@@ -1,6 +1,6 @@
 """faulty: MARK-KEEPS-MEMBERSHIP
 
-Re-creates BUGS.md G7 (openucx/ucx PR #11363): the index held only idle
+Re-creates spec/bugs.md G7 (openucx/ucx PR #11363): the index held only idle
 entries, but busy entries could be dropped from the cache, breaking "in the
 cache exactly when in the index". Here ``mark_non_evictable`` takes the key
 out of the block map as well as the idle list, so a block being read

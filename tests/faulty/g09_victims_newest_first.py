@@ -1,6 +1,6 @@
 """faulty: LRU-EVICT-ORDER profile=lru
 
-Re-creates the order half of BUGS.md G9 (NVIDIA/Megatron-LM PR #5822,
+Re-creates the order half of spec/bugs.md G9 (NVIDIA/Megatron-LM PR #5822,
 parent blocks evicted before their children): ``evict`` picks the right n
 victims but returns them most recent first. The manager reports removals in
 the returned order, so a prefix chain is cut from the wrong end first.

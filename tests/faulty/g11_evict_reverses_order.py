@@ -1,6 +1,6 @@
 """faulty: LRU-ORDER-KEPT profile=lru
 
-Re-creates BUGS.md G11 (archethic-node PR #1092): the eviction reversed the
+Re-creates spec/bugs.md G11 (archethic-node PR #1092): the eviction reversed the
 LRU order on every eviction. Here each successful ``evict`` returns the
 right victims but leaves the remaining idle keys in reverse order, so the
 next eviction takes the most recent keys. spec/lru.md names G11 under

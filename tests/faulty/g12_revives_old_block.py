@@ -1,10 +1,10 @@
 """faulty: GET-IDENTITY
 
-Re-creates BUGS.md G12 (bluele/gcache issue #11: set, get, set of one key
+Re-creates spec/bugs.md G12 (bluele/gcache issue #11: set, get, set of one key
 went wrong in an ARC with expiration) in the form the caller contract
 allows: a key that is inserted again after it left the cache. The policy
 keeps removed and evicted blocks in a history (which also grows without
-bound, C16) and "revives" the old block object instead of storing the one
+bound) and "revives" the old block object instead of storing the one
 passed to ``insert``, so ``get`` returns a block the manager has freed.
 """
 

@@ -1,6 +1,6 @@
 """faulty: GET-PURE engine=metamorphic
 
-Risk pattern 5 of CONTRACT.md section 3 (side effects in ``get``): the
+Risk pattern 5 of spec/contract.md (side effects in ``get``): the
 policy counts a lookup as a use and moves an idle key to the most recent
 end. The manager calls ``get`` for its own bookkeeping on every store, load
 and lookup, so the eviction order follows the manager's bookkeeping rather

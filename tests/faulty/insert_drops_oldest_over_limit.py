@@ -1,6 +1,6 @@
 """faulty: INSERT-ADDS
 
-Synthetic mutant in the spirit of BUGS.md V6 (a size bound taken from a
+Synthetic mutant in the spirit of spec/bugs.md V6 (a size bound taken from a
 constant instead of the capacity) and G8 (unbounded growth fixed the wrong
 way): the policy caps its own block map at 32 entries and drops the oldest
 entry when an insert goes past it, whatever the manager's capacity. The

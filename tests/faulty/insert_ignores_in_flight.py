@@ -1,6 +1,6 @@
 """faulty: EVICT-IDLE-ONLY
 
-Synthetic mutant (C2, C10): ``insert`` files every new key in the idle list,
+Synthetic mutant (spec/sources.md C2, I3): ``insert`` files every new key in the idle list,
 ignoring ``ref_cnt == -1``, so a store still in flight can be chosen as a
 victim before ``mark_evictable`` says it completed.
 

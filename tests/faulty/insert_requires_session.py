@@ -1,6 +1,6 @@
 """faulty: API-NO-RAISE
 
-Risk pattern 8 of CONTRACT.md section 3 (asserting an external protocol in
+Risk pattern 8 of spec/contract.md (asserting an external protocol in
 ``insert``): the policy wants a ``begin_session()`` call of its own fork's
 protocol before any store, and asserts it. The seed manager knows nothing of
 such a call, so the first store raises.

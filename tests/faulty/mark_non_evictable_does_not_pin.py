@@ -1,6 +1,6 @@
 """faulty: EVICT-IDLE-ONLY
 
-Synthetic mutant (C2, C10; BUGS.md V11 "evict pinned", L1): a tolerant
+Synthetic mutant (spec/sources.md I11; spec/bugs.md V11 "evict pinned", L1): a tolerant
 ``mark_non_evictable`` that does nothing ("evict checks ref_cnt anyway",
 except that it does not). A block that a load has started to read stays in
 the idle list and can be evicted while the worker copies it.

@@ -1,6 +1,6 @@
 """faulty: EVICT-LIVENESS
 
-Risk pattern 3 of CONTRACT.md section 3 (None although enough eligible
+Risk pattern 3 of spec/contract.md (None although enough eligible
 blocks exist, some by design): an admission rule refuses any eviction that
 would take more than half of the idle blocks. EVICT-LIVENESS is a SHOULD, so
 the run must report it but pass, and fail only with ``--strict``.

@@ -1,6 +1,6 @@
 """faulty: EVICT-PROTECTED-ABSENT-NEUTRAL engine=metamorphic
 
-Synthetic mutant of the V13 family (C2 with caller-supplied keys): after a
+Synthetic mutant of the V13 family (``protected`` with caller-supplied keys): after a
 successful eviction the policy remembers the absent keys of ``protected``
 ("they are being stored for a request, keep them") and skips them in every
 later eviction, for good. How long a block lasts then depends on whether it

@@ -1,6 +1,6 @@
 """faulty: EVICT-PROTECTED-ABSENT-NEUTRAL engine=metamorphic also=EVICT-LIVENESS
 
-Risk pattern 3 of CONTRACT.md section 3 (refusals by design) in a form the
+Risk pattern 3 of spec/contract.md (refusals by design) in a form the
 spec advises against: a scan-resistance gate that refuses to evict for "large"
 stores, measuring a store by ``len(protected)``. The manager's ``protected``
 holds the keys it is about to insert, which are absent, so the answer

@@ -5,7 +5,7 @@ a side table sized for a typical store (``MAX_PROTECTED`` keys, a few
 hundred chunks of a prompt with room to spare) and honours only what fits.
 A long prompt offers thousands of keys at once, all of them protected; the
 ones past the first 1,000 (in the set's iteration order) can be evicted to
-make room for the very store that offered them, like BUGS.md V1.
+make room for the very store that offered them, like spec/bugs.md V1.
 
 Size: ``evict`` with more than 1,000 protected keys, one of the keys past
 the cut idle and chosen before an unprotected one; 1,000 protected keys

@@ -1,6 +1,6 @@
 """faulty: TOUCH-ABSENT-NEUTRAL engine=metamorphic
 
-BUGS.md V14's structure (vllm PR #44533) made safe: ``touch`` records keys
+spec/bugs.md V14's structure (vllm PR #44533) made safe: ``touch`` records keys
 it does not hold in its order structure, as the multimodal LRUCache did, but
 ``evict`` skips entries whose block is absent or not idle, so no orphan is
 ever returned and nothing raises. What is left is a distorted order: a key

@@ -1,7 +1,7 @@
 """faulty: LRU-TOUCH-ORDER profile=lru
 
-Risk pattern 9 of CONTRACT.md section 3 (touch order conventions) and the
-prefix rule of vllm#39021 (C8): ``touch`` walks the keys from first to last,
+Risk pattern 9 of spec/contract.md (touch order conventions) and the
+prefix rule of vllm#39021 (spec/lru.md): ``touch`` walks the keys from first to last,
 so the head of a request's prefix ends up least recent of the touched keys
 and is evicted before its tail, which makes the rest of the prefix useless.
 Under core any order is allowed, so this is an lru fault only.

@@ -1,6 +1,6 @@
 """faulty: EVICT-UNPROTECTED
 
-Re-creates BUGS.md V1 (vllm PR #35846): before the fix, the eviction for
+Re-creates spec/bugs.md V1 (vllm PR #35846): before the fix, the eviction for
 ``prepare_store([2, 3, 4, 5])`` could pick the already cached block 2 to
 make room for 3 to 5. Here ``evict`` walks the idle list without looking at
 ``protected`` at all, so a protected idle key is taken like any other.

@@ -1,7 +1,7 @@
 """faulty: EVICT-ATOMIC
 
-Re-creates BUGS.md V2 (vLLM's ARC before PR #37874) and risk pattern 2 of
-CONTRACT.md section 3: each candidate is deleted from the policy as soon as
+Re-creates spec/bugs.md V2 (vLLM's ARC before PR #37874) and risk pattern 2
+of spec/contract.md: each candidate is deleted from the policy as soon as
 the scan finds it, and when the idle keys run out before n victims are
 found, ``evict`` returns None. The victims taken so far are gone although
 the caller was told that nothing happened.

@@ -1,6 +1,6 @@
 """faulty: LRU-MARK-RECENCY profile=lru
 
-BUGS.md V8 as catalogued ("mark_evictable moves the key to the MRU end") is
+spec/bugs.md V8 as catalogued ("mark_evictable moves the key to the MRU end") is
 the seed's own behaviour, which spec/lru.md specifies on purpose: appending
 on mark is what LRU-MARK-RECENCY requires, and under the caller contract
 ``mark_evictable`` is never called on a key that is already idle, so no

@@ -1,7 +1,7 @@
 """faulty: EVICT-IDLE-ONLY
 
-Re-creates BUGS.md V9 (the non-mainline "prefetch" LRU) and risk pattern 1
-of CONTRACT.md section 3: a first pass over every block takes those with
+Re-creates spec/bugs.md V9 (the non-mainline "prefetch" LRU) and risk pattern 1
+of spec/contract.md: a first pass over every block takes those with
 ``ref_cnt == -1`` ("speculative, expendable") before the idle list is
 walked. Under the manager these are stores still in flight, whose slots
 would be reallocated while the worker writes them.

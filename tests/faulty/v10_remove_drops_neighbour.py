@@ -1,6 +1,6 @@
 """faulty: REMOVE-DROPS
 
-Re-creates BUGS.md V10 (the failure cleanup of vLLM's old ARC manager,
+Re-creates spec/bugs.md V10 (the failure cleanup of vLLM's old ARC manager,
 which dropped a block that was already ready): ``remove`` clears the key
 and then also pops the next key in insertion order, as an off-by-one in a
 cleanup loop over a slice of keys would. A live neighbour disappears

@@ -1,6 +1,6 @@
 """faulty: MARK-EVICTABLE-ELIGIBLE profile=lru
 
-Re-creates BUGS.md V11 (vllm PR #45757) on the policy side, and the pin
+Re-creates spec/bugs.md V11 (vllm PR #45757) on the policy side, and the pin
 imbalance of LMCache (L2): correctness rests on every transition to idle
 being reported and honoured. This policy honours ``mark_evictable`` only
 for a store that completes (a key it has never seen idle) and misses the

@@ -1,6 +1,6 @@
 """faulty: CLEAR-EMPTIES
 
-Re-creates BUGS.md V12 (vllm PR #41956, issue #57727: a reset that leaves
+Re-creates spec/bugs.md V12 (vllm PR #41956, issue #57727: a reset that leaves
 part of the cache serving blocks): ``clear`` drops the idle blocks but keeps
 those in flight or being read, "because someone still uses them". The
 manager has already put their slots back in its pool.

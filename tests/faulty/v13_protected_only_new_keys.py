@@ -1,6 +1,6 @@
 """faulty: EVICT-UNPROTECTED
 
-Re-creates BUGS.md V13 (vllm PR #50014 for issue #49902): ``protected`` is
+Re-creates spec/bugs.md V13 (vllm PR #50014 for issue #49902): ``protected`` is
 treated as "the keys about to be inserted", so only keys the policy does not
 hold yet are honoured. A caller that protects keys it holds (a promoted
 block that landed but has not been read, or the already cached part of an

@@ -1,6 +1,6 @@
 """faulty: API-NO-RAISE engine=fast,stateful also=EVICT-IDLE-ONLY
 
-Re-creates BUGS.md V14 (vllm PR #44533, the multimodal LRUCache): ``touch``
+Re-creates spec/bugs.md V14 (vllm PR #44533, the multimodal LRUCache): ``touch``
 on a key the policy does not hold adds it to the order structure. The
 orphan entry is never cleaned up: a later legal ``evict`` meets it and
 fails (here KeyError: API-NO-RAISE; in vLLM's cache, ``popitem`` looped

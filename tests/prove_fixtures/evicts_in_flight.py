@@ -1,4 +1,4 @@
-"""faulty: EVICT-IDLE-ONLY (BUGS.md V9): evict takes every block whose
+"""faulty: EVICT-IDLE-ONLY (spec/bugs.md V9): evict takes every block whose
 ref_cnt is 0 or below, scanning all blocks, so a store still in flight
 (-1) is evicted and its slot reused while the worker writes it. With its
 hand-written pair (``--abstraction declared``)."""

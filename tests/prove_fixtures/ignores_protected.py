@@ -1,4 +1,4 @@
-"""faulty: EVICT-UNPROTECTED (BUGS.md V1): evict walks the idle keys
+"""faulty: EVICT-UNPROTECTED (spec/bugs.md V1): evict walks the idle keys
 without looking at ``protected``."""
 
 from __future__ import annotations

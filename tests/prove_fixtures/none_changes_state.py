@@ -1,4 +1,4 @@
-"""faulty: EVICT-ATOMIC (BUGS.md V2): evict removes each candidate as it
+"""faulty: EVICT-ATOMIC (spec/bugs.md V2): evict removes each candidate as it
 finds it and returns None when it runs short, so a failed eviction has
 already dropped keys."""
 

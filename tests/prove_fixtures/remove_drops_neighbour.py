@@ -1,4 +1,4 @@
-"""faulty: REMOVE-DROPS (BUGS.md V10): remove of an idle key also drops the
+"""faulty: REMOVE-DROPS (spec/bugs.md V10): remove of an idle key also drops the
 next idle key from the order list, which then can never be evicted."""
 
 from __future__ import annotations

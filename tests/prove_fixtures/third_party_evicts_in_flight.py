@@ -1,7 +1,7 @@
 """faulty: EVICT-IDLE-ONLY, a third-party policy with no abstraction pair of
 its own (prove derives one; the CrossHair canary of tests/test_prove.py).
 evict scans every block and takes the first n not being read, in flight
-ones included (BUGS.md V9)."""
+ones included (spec/bugs.md V9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""faulty: TOUCH-KEEPS-MEMBERSHIP (BUGS.md V14): touch appends keys it does
+"""faulty: TOUCH-KEEPS-MEMBERSHIP (spec/bugs.md V14): touch appends keys it does
 not hold to the order list, so an absent key becomes "evictable"."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An R1 FIFO that treats blocks whose store is still in flight (ref_cnt -1)
 as "expendable" and evicts them (the speculative-eviction pattern of
-BUGS.md V9): the manager then hands the slot out again while the worker is
+spec/bugs.md V9): the manager then hands the slot out again while the worker is
 still writing it.
 """
 

@@ -3,7 +3,7 @@ session around each store batch, every insert joins the open session, and
 eviction empties the least recently touched session first.
 
 Like the upstream draft, insert asserts that a session is open: it relies on
-the manager's protocol (CONTRACT.md section 3, pattern 8). It is live: it
+the manager's protocol (spec/contract.md, risk pattern 8). It is live: it
 returns None only when fewer than n blocks are idle and unprotected.
 """
 

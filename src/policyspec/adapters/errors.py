@@ -3,7 +3,7 @@
 A ``TargetError`` means policyspec could not even start checking: a malformed
 target, a missing file, module or class, a class without the methods of any
 API revision, an import or syntax error inside the policy file. ``str(e)`` is
-one line naming the problem; the CLI prints it and exits 2 (DESIGN.md).
+one line naming the problem; the CLI prints it and exits 2 (spec/design.md).
 """
 
 from __future__ import annotations

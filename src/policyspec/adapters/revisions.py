@@ -1,23 +1,9 @@
 """Which API revision a policy class implements, read from the methods and
 parameter lists the class itself defines (never from the defaults of the
-``CachePolicy`` it derives from).
-
-The newest feature present decides, because revisions mostly add to the
-interface: R10 (vLLM 0.34.0) is the request hooks without ``touch``; R9's
-``insert(key, chunk, req_context)`` (or its upstream
-``on_request_access``) with ``touch``, R8 hooks, then R7b's ``deprioritized``, R6's session
-arguments, R7's ``evict_until`` or chunks, R4's ``req_context`` in ``touch``,
-R3's ``mark_*``, R2's ``clear``; without any of them the module the
-class's ``CachePolicy`` comes from tells R-1, R0 and R1 apart, and only a
-class with no vLLM base falls back on a ``block_hash`` parameter name. Each
-reason names the evidence that decided. Methods of
-fork-only variants are listed, never required (CONTRACT.md section 1).
-
-R10 removed a method, so a class can fit two revisions: one written for
-vLLM 0.33 that defines ``on_request_finished`` itself and still defines
-``touch`` is a complete R9 policy and a complete R10 one. ``Detection.fits``
-lists every revision it fits, newest first; the loader chooses among them
-(the installed vLLM's revision, else the newest) and says so.
+``CachePolicy`` it derives from). Revisions mostly add to the interface, so
+the newest feature present decides (spec/contract.md), and each reason
+names the evidence. R10 removed ``touch``, so a class can fit R9 and R10:
+``Detection.fits`` lists every revision it fits and the loader chooses.
 """
 
 from __future__ import annotations

@@ -1,37 +1,11 @@
 """Make a policy of any revision speak the seed (R3) API the engines drive.
 
-``adapt`` returns the policy itself when its calls already have the seed
-shapes (R-1..R3: ``clear`` and ``mark_*`` are gated by capabilities, not
-adapted). Otherwise it returns a ``SeedAdapter`` whose methods are the
-policy's own bound methods where the shapes agree and one small closure
-where they do not, so the wrapper costs one extra call at most:
-
-* R4, R5, R7, R8, R9: ``touch(keys)`` -> ``touch(keys, req_context)``;
-  R10 (vLLM 0.34.0) has no ``touch``: the view has none either, and the
-  engines never call it (capability ``touch``);
-* R9, R10: ``insert(key, block)`` -> ``insert(key, block, req_context)``,
-  the storing request's context, as vLLM's manager passes it;
-* R7b: ``evict(n, p)`` -> ``evict(n, p, set())`` (nothing deprioritized);
-* R6 / R6-draft: ``evict(n, p)`` -> ``evict(n, p, req_context, depth)`` and
-  every ``insert`` inside ``open_session(req_context, depth)`` /
-  ``close_session()``, as the manager brackets its insert loop. A harness
-  that wants one session per store batch calls ``begin_store(keys)`` before
-  the batch's eviction and ``end_store()`` after its inserts; ``depth`` is
-  then the number of offered keys already cached before the first missing
-  one (the batch's prefix depth), otherwise 0 and one session per insert.
-
-* R8, R9, R10: the request hooks ``on_store_miss(keys, ctx)``,
-  ``on_request_access(keys, ctx)`` and ``on_request_finished(groups,
-  insertion_only, reused, ctx)``, the policy's own or, for a class that
-  does not define one itself, the default of that revision's
-  ``CachePolicy`` base class (R8 and R9: touch, nothing, one touch per
-  group; R10: nothing, nothing, and ``on_request_finished`` is abstract, so
-  nothing for a class without it); and ``insert(key, block, ctx)`` with
-  the storing request's context (the default context when none is given).
-
-``req_context`` is a vLLM ``ReqContext`` the harness may replace
-(``use_request(req_id)``); ``evict_until`` is exposed when the policy
-defines it; ``policy`` is the wrapped object.
+One set of engines then checks every revision (spec/contract.md): ``adapt``
+returns the policy itself when its calls already have the seed's shapes,
+else a ``SeedAdapter`` that passes the arguments a later revision needs
+(request contexts, sessions, nothing deprioritized) as vLLM's manager would,
+and carries out each request hook the class does not define as its
+revision's base class does. The wrapper costs one extra call at most.
 """
 
 from __future__ import annotations
@@ -56,7 +30,7 @@ def _no_op(*_args: Any) -> None:
 
 
 class SeedAdapter:
-    """A policy of a later revision seen through the seed API (module doc)."""
+    """A policy of a later revision seen through the seed API (spec/contract.md)."""
 
     __slots__ = (
         "_depth",
@@ -160,7 +134,7 @@ def adapt(
     *,
     has_evict_until: bool = False,
 ) -> SeedPolicy:
-    """``policy`` seen through the seed API (module doc)."""
+    """``policy`` seen through the seed API (spec/contract.md)."""
     touch_ctx = revision in _TOUCH_CONTEXT
     if not touch_ctx and revision not in _SESSIONS and revision not in HOOK_REVISIONS:
         seed: SeedPolicy = policy

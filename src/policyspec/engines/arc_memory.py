@@ -1,31 +1,10 @@
 """The arc-memory engine: ARC's memory of its evictions, worked hard.
 
-ARC learns from keys it evicted: the ghost lists B1 and B2 (each bounded by
-the capacity, ARC-EVICT-GHOSTS) and the target that moves when a ghost comes
-back (ARC-GHOST-ADAPT, ARC-STORE-MISS-ADAPT), reset by ``clear``
-(ARC-CLEAR-RESET). The other engines draw keys from a pool of about 1.5
-times the capacity (or 48 keys at the default capacity of 64), where a
-ghost list rarely outgrows the capacity, so an ARC that never trims its
-ghosts, trims too few or trims the wrong end behaved like vLLM's; and they
-seldom store a key evicted long ago, which is what reads a trimmed ghost.
-
-Each example here is a manager-like session on a small cache (capacity 2
-to 8, unless ``--capacity`` fixes it) over a pool of ``POOL_FACTOR`` times
-the capacity, so B1 and B2 together can hold several capacities' worth of
-departed keys: requests store a few keys, half of them keys that were
-present before (where the ghosts are), reported first to ``on_store_miss``
-(and ``on_request_access``) where the revision has the request hooks, else
-touched first, as the seed scheduler does; requests finish later, some
-after their keys were evicted; stores evict under pressure with the request's keys
-protected; ready keys are touched (T1 -> T2, so both ghost lists fill);
-now and then every idle key is evicted at once (with every key idle, that
-is all of T1 and T2: the edge of ARC-LIVENESS), a load pins a block, or
-``clear`` starts over. Every call goes through ``Lockstep`` with the
-profile's model, so each eviction's victims are compared exactly: that is
-where a wrong target or a wrong ghost shows.
-
-A failure is shrunk with the generic witness search (``bounded_witness``)
-at the example's capacity, which the finding carries.
+The other engines draw keys from a pool little larger than the cache and
+rarely bring back a key evicted long ago, so an ARC that trims its ghost
+lists wrongly passes them. Here small caches see a key pool several times
+their capacity (spec/arc.md), and every eviction's victims are compared
+exactly with the profile's model, where a wrong target or ghost shows.
 """
 
 from __future__ import annotations

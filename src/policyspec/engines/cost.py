@@ -1,19 +1,10 @@
 """The cost engine (spec/cost.md): how a policy's running time grows.
 
-Each probe measures one operation in two configurations a hundredfold
-apart in one dimension (pinned blocks, victims asked for, keys touched)
-and nothing else, and compares the cost per unit. A growth-free operation
-gives a ratio near 1, a linear one about 100; the verdict threshold is 10.
-Time is process CPU time (waiting for the CPU does not count); each round
-alternates the two configurations and keeps the median of a few samples;
-the verdict takes the median ratio over the rounds. Where the policy lives
-in this process and takes policyspec's keys (``engines.counting``: vLLM's
-status classes included), reads of ``ref_cnt`` and hashes of keys are
-counted too (exact and repeatable), and a growth in those beyond the
-threshold fails whatever the clock says.
-
-Every call goes through the caller contract: blocks are inserted in flight,
-completed with ``mark_evictable``, pinned with ``mark_non_evictable``.
+Each probe measures one operation in two configurations a hundredfold apart
+in one dimension and compares the cost per unit, so that a scan of pinned
+blocks or a rescan per victim shows whatever the cache's size. Where the
+policy's looks at blocks and keys can be counted (``engines.counting``), a
+growth in those fails whatever the clock says.
 """
 
 from __future__ import annotations
@@ -524,8 +515,8 @@ def _compare(
 SURE = 1.0
 """Seconds of process CPU time the large configuration of one round must
 take for that round alone to decide a comparison that is clear (a rescan per
-victim among 100,000 pinned blocks took 2.5 s a call: the rounds after it
-only made a failing cost run overrun the quick budget)."""
+victim among 100,000 pinned blocks takes seconds a call: the rounds after
+it only made a failing cost run overrun the quick budget)."""
 
 
 # -- the engine ---------------------------------------------------------------------------

@@ -1,18 +1,9 @@
 """Counting how often a policy looks at its entries: reads of a block's
-``ref_cnt``, hashes of its keys and comparisons of keys.
-
-The engines that bound a policy's work (evict-linear, cost) count these
-instead of reading a clock wherever they can: a count is the same on
-every machine and under any load. A block is counted through a subclass
-of its own class that adds no storage, so that an existing object can be
-switched to it (``__class__``) and stays an instance of the type the
-policy expects (vLLM's ``ChunkStatus``, a ctypes structure, included).
-Keys are counted as ``CountingKey``, vLLM's OffloadKey format (bytes)
-whose every hash and comparison is counted: each dict or set lookup hashes
-a key once, and a scan of a list (``in``, ``index``, ``remove``) compares
-it with each element it passes. What escapes the count is work that
-touches neither: copying or sorting a list of entries without reading
-them.
+``ref_cnt``, hashes of its keys and comparisons of keys. The engines that
+bound a policy's work count these instead of reading a clock: a count is
+the same on every machine and under any load. Blocks and keys are counted
+through subclasses of the policy's own types, so the policy sees the types
+it expects.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """What Hypothesis's draws depend on while an engine runs: the seed alone.
 
-Hypothesis mixes into some of its draws constants that it reads
-from the source of every "local" module in ``sys.modules``: modules
-outside site-packages and outside test folders. Which modules those are
-depends on the process: the command imports its other subcommands, a
-pytest session imports conftest files and plugins, an editable install of
-policyspec counts as local and a wheel does not. So the same seed drew
-other examples in ``policyspec check`` than in ``check_target`` or
-``pytest --policy``, and found other faults. While ``seed_alone`` is in
-force, the set of local constants is empty; Hypothesis's own constants,
-the same in every process, stay.
+Hypothesis mixes into some draws constants read from every "local" module
+loaded, and which modules are loaded depends on the front end, so the same
+seed drew other examples in ``policyspec check`` than in pytest. While
+``seed_alone`` is in force that set is empty, so every front end does the
+same work for a seed.
 """
 
 from __future__ import annotations

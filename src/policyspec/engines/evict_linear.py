@@ -1,19 +1,10 @@
 """The evict-linear engine: one ``evict(n)`` call must cost O(size + n).
 
-A profile whose requirements bound the work of a batch eviction as a MUST
-(ARC-EVICT-LINEAR: vLLM's ARC restarted its scan for every victim, bug V5)
-gets this engine through its registration (``only_for``), with the id to
-report. Its victims are the right ones, so only the work can show it: the
-engine fills a fresh policy through the caller contract in four shapes
-(all idle in one list; all touched again; touched and pinned blocks
-interleaved; pinned blocks in front of the idle ones) and evicts a half or
-a quarter of what it holds in one call, at two sizes ``GROWTH`` times
-apart. The work is counted, never timed (``engines.counting``: reads of
-``ref_cnt``, hashes and comparisons of keys, the same on any machine under
-any load):
-the looks per block held plus victim may grow at most ``STEEPER`` times
-from the small size to the large one. A policy whose looks cannot be
-counted (one in another process) leaves the requirement not judged.
+A profile that bounds the work of a batch eviction as a MUST (ARC-EVICT-LINEAR:
+vLLM's ARC restarted its scan for every victim, bug V5 of spec/bugs.md)
+gets this engine. Its victims are right, so only the work can show the
+fault: the engine counts looks at blocks and keys (``engines.counting``)
+at two sizes, never a clock, so the verdict is the same on any machine.
 """
 
 from __future__ import annotations

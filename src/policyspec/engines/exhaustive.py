@@ -1,18 +1,8 @@
 """The bounded-exhaustive engine: every caller-legal sequence of up to D
-actions over K keys, each checked in lockstep with the model.
-
-The guarantee is a model checker's: "every legal sequence within these
-bounds behaves as specified". The bounds and the reductions are those of
-spec/exhaustive.md; ``candidate_actions`` is the whole domain, and the
-model's ``is_legal`` (the caller contract) decides which candidates run.
-
-Search: depth-first, sharing prefixes. A branch point is saved by deep-copying
-the harness (policy included) when the policy can be copied, else the prefix
-is replayed on a fresh policy; both give the same tree. When a sequence
-fails, the depth limit drops to its length, so the shortest failing sequence
-is found (minimal length, like iterative deepening, without running the
-shorter levels twice). ``--shard K/N`` splits the tree by a stable hash of
-each prefix at a fixed depth.
+actions over K keys, each checked in lockstep with the model, for a model
+checker's guarantee within those bounds (spec/exhaustive.md). A failure
+lowers the depth limit to its length, so the shortest failing sequence is
+found without running the shorter levels twice.
 """
 
 from __future__ import annotations
@@ -45,8 +35,8 @@ class Bounds:
     """The search space (spec/exhaustive.md)."""
 
     depth: int = 4
-    """Longest sequence of caller actions (4 with 3 keys: 79,210 sequences,
-    well under a minute; 5 with 3 keys: 2,027,950, minutes: shard it)."""
+    """Longest sequence of caller actions (4 with 3 keys: 79,210 sequences;
+    5 with 3 keys: 2,027,950, which wants ``--shard``)."""
     keys: int = 3
     """Keys 0..keys-1; a key never named before stands for a never-inserted key."""
     touch_length: int = 2

@@ -1,47 +1,12 @@
 """The fast engine: many caller-legal actions per second, checked cheaply.
 
-Hypothesis's stateful engine runs about ten thousand steps a second; a
-policy answers millions of calls. This engine spends its time on the policy
-instead: ``ActionSource.draw`` draws runs of legal actions straight from
-the oracle's state (a request's stores, their completion, a prefix's loads,
-a lookup, a touch), and ``fast_driver.Driver`` makes the manager's calls on
-the policy, moves a ``FastOracle`` in lockstep and checks each call cheaply
-but for real (see fast_driver.py). Examples are ``EXAMPLE_STEPS`` actions
-long, from a fresh policy. Where the manager calls the request hooks
-(capability ``hooks``), the traffic is 0.33's requests instead
-(``request_source.RequestSource``: a request's misses and first-seen keys
-before its stores, inserts with its context, one finish per request);
-every other chunk of an example then runs on a second thread, as 0.33's
-poll thread calls a policy, and every other example at SMALL_CAPACITY.
-
-Unless ``--capacity`` fixes it, one example in LONG_EVERY (from example
-LONG_FIRST on) is a long run at ``sizes.FAST_LONG_CAPACITY`` (10^5 blocks):
-LONG_STEPS actions from a long source (runs, touches, hook key lists and
-protected sets of hundreds to thousands of keys, evictions of as many),
-swept every LONG_SWEEP actions, on one thread, and cut at half the time the
-engine has left. A policy whose calls' work grows faster than their length
-(``cost.superlinear``, by counts) gets no long run: one of its evictions of
-thousands of keys would take seconds. A long run's failure is played again
-from the same seed at the threshold capacities, smallest first (``_smallest_long``): the
-finding is judged at the smallest that shows it and says so
-(``Finding.capacity``) when the trace is short enough for the lockstep
-harness (JUDGE_WORK), else it is a note and the size engine judges it.
-
-The engine only detects. On a failure the full ``Lockstep`` harness replays
-the trace and is the judge: it names the requirement, and ``minimise``
-(the generic shrinker plus steps that know about keys and evictions) shrinks
-the trace with it, so findings read like those of every other engine. A
-failure the harness does not reproduce is an engine error, never a verdict.
-
-Profiles are data: no refinement means the loose (core) check; a
-refinement that ``keeps_idle_order`` (the seed LRU's) gets the fast exact
-check, since the oracle's idle order is that order; any other refinement
-(arc, lru-0.33, ...) runs the full ``Lockstep`` with the profile's model
-(slower, still without Hypothesis) on the seed era's traffic, one action
-at a time (``ActionSource.next``), hooks or not: the corpus of those
-profiles is tuned to it (request traffic there names other ids first, an
-ARC's store-miss adaptation before its ghost bounds); the stateful and
-memory engines drive their request level.
+Hypothesis's stateful engine is slow next to a policy, so this one draws
+legal actions straight from the oracle's state and checks each call with
+``fast_driver.Driver``, including long runs at production capacity
+(spec/engines.md, spec/sizes.md). It only detects: the ``Lockstep`` harness
+replays a failure, names the requirement and shrinks it, so its findings
+read like every other engine's; a failure the harness does not reproduce
+is an engine error, never a verdict.
 """
 
 from __future__ import annotations
@@ -339,7 +304,7 @@ def _long_example(
     example: int, cap: float | None, must: set[str],
     soft: dict[str, tuple[list[Action], int]], sightings: Sightings, keymap: KeyMap,
 ) -> tuple[int, tuple[int, list[Action], Difference] | None]:
-    """One long run (module text), counted in ``run``; a failure is judged
+    """One long run (spec/sizes.md), counted in ``run``; a failure is judged
     at the smallest capacity that shows it (``_smallest_long``). The most
     keys it held at once, and a failure that shows at an ordinary capacity
     (at most ``capacity``) for the caller to judge later: the ordinary

@@ -1,19 +1,10 @@
 """The manager-level Hypothesis state machine (spec/manager.md).
 
 Where the policy machine calls the policy API directly, this one plays
-vLLM's seed-era CPU offloading manager (CONTRACT 2A, C1-C12): requests whose
-key lists share prefixes are stored, completed or failed, loaded, touched,
-looked up and reset, with the manager's block-id pool and idle counter kept
-beside the policy. Every policy call still goes through the Lockstep
-harness, so all policy-level checks apply; on top, the manager's own promises
-are checked: MANAGER-BLOCK-IDS, MANAGER-IDLE-COUNT, MANAGER-NO-LOST-DATA.
-
-Unless ``--capacity`` fixes it, each example draws its cache size first, as
-the policy machine's do (``CheckedMachine.size``): the run's capacity
-seven times in eight, else one of ``sizes.CAPACITIES`` (63 to 10,000),
-where requests are long prompts of ``sizes.LENGTHS`` blocks (up to half
-the cache) and one ``prepare_store`` evicts hundreds of blocks at once
-(``_request``).
+vLLM's seed-era CPU offloading manager (spec/sources.md, C1-C12), with its
+block-id pool and idle counter beside the policy, so that the manager's own
+promises (MANAGER-BLOCK-IDS, MANAGER-IDLE-COUNT, MANAGER-NO-LOST-DATA) are
+checked on top of every policy-level check.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
 """Metamorphic relations: faults core can catch without knowing a policy's
-order (issue 3, item 3).
-
-For a deterministic policy, some changes to a call sequence must not change
-any result: ``evict(0, ...)`` (EVICT-ZERO), an ``evict`` that must fail
-(EVICT-ATOMIC), a history before ``clear()`` whose keys are renamed
-(CLEAR-FORGETS-KEYS); and some should not (SHOULD, issue 19: correct adaptive
-designs break them on purpose): a ``get`` anywhere (GET-PURE), touching
-nothing or only keys never inserted (TOUCH-ABSENT-NEUTRAL), absent keys in
-``protected`` (EVICT-PROTECTED-ABSENT-NEUTRAL), running after ``clear()``
-instead of on a fresh instance (CLEAR-FRESH). The engine draws a legal
-sequence S for this very policy, probes determinism (S twice), then replays
-each transformed sequence and compares the results of S's steps with S's
-own (or a relation's reference run); a difference is shrunk and reported
-under the relation's id, unless what differs is a safety fault of its own: a
-changed ``get`` answer (the relation's ``presence`` id), a call that raised
-or hung, an unsafe eviction (the MUST it breaks). Replays use a lean runner:
-the manager's calls and ref_cnt writes, the core model stepped on the
-policy's answers, and no checks (the outputs are what is compared).
+order. For a deterministic policy some changes to a call sequence must not
+change any result (MUSTs) and some should not (SHOULDs: correct adaptive
+designs break them on purpose); each relation's id and level are in the
+registry. The engine replays each transformed sequence and compares it with
+the original; a difference is reported under the relation's id unless it is
+a safety fault of its own, which is reported under the MUST it breaks.
 """
 
 from __future__ import annotations

@@ -1,46 +1,10 @@
 """The size engine: production sizes, and the thresholds implementations switch at.
 
-vLLM's CPU tier holds thousands to hundreds of thousands of chunks, one
-long prompt touches and protects thousands of keys in one call, and one
-store evicts hundreds of chunks at once. Implementations change code path
-at sizes (a bulk path for long touch lists, a heap rebuilt when many keys
-change, a fixed-size buffer, a count compared with ``is``, which CPython
-gets right only up to 256): a fault behind such a threshold never shows in
-a cache of 64 blocks driven with calls of a few keys.
-
-Each example is a *scenario* of two sizes: ``fill``, the keys stored
-before anything else (the cache is built a few blocks larger unless
-``--capacity`` fixes it), and ``length``, the size of each call after it:
-touch lists of ``length`` keys (every stored key in a random order, a part
-of them, the least recent ones, padded with keys never stored), evictions
-of up to ``length`` keys, ``length`` protected keys, an eviction of one
-key more than are idle, and fresh stores. A few stored keys stay in flight
-or are being read, so a bulk path that forgets a block's state shows. Both
-sizes are drawn from ``LADDER``, the powers of two and the round numbers
-implementations use, each with its neighbours, in tiers from tiny to
-production-like (``HUGE`` keys at most), so that every example crosses some
-threshold on purpose.
-
-Calls are checked as the fast engine checks them (``fast_driver.Driver``,
-for core and the seed LRU's order; any other refinement goes through
-``Lockstep``). A failure shrinks by size first: the same scenario (same
-seed, same choices) is replayed at smaller ``length`` and ``fill`` by
-bisection while it still fails the same way, so a finding shows the
-smallest size at which its fault appears; the harness then judges the
-trace of that size and names the requirement. A finding carries the
-capacity it was found at (``Finding.capacity``): the trace of a large
-scenario is thousands of stores long, which the key-by-key minimiser of
-the other engines would replay once per key.
-
-Limits: bisection assumes a fault shows from some size on, and finds the
-smallest size of that scenario (not of every scenario); a refinement
-without a fast oracle (arc) stops at ``LOCKSTEP_MOST`` keys, since
-``Lockstep`` checks every block after every call, and so does a policy
-whose work per victim or per touched key grows with the call's length
-(``cost.superlinear`` counts it before the first scenario: at production
-sizes its calls would take minutes); no request hooks are
-called (the fast driver has none), and a SHOULD difference is only counted
-as seen, not reported (the fast engine reports those).
+A fault behind a size threshold (a bulk path for long lists, a heap
+rebuilt when many keys change, a fixed buffer, an int compared with ``is``)
+never shows in a small cache driven with short calls, so each example
+crosses a threshold on purpose, and a failure is bisected down to the
+smallest sizes of its scenario that still show it (spec/sizes.md).
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""The policy-level Hypothesis state machine.
-
-One machine class per (subject, profile), made by ``policy_machine``; each
-rule is a caller action whose arguments are drawn only from what the model's
-preconditions allow, so every run stays inside the caller contract. The
-harness checks the policy after every call; ``note()`` lines make a shrunk
-failure read as a story. Bulk stores let runs reach 40+ keys quickly.
-
-Unless ``--capacity`` fixes it, after a first part of small examples only
-(SMALL_SHARE of the time), each example draws its capacity first
-(``size``): mostly small (16 or the run's 64), where faults shrink to a few
-steps, and one example in eight from ``sizes.CAPACITIES`` (63 to 10,000,
-the thresholds and their neighbours), where bulk rules store hundreds of
-keys in one step (``sizes.FILL_MOST`` at most) and call touch, evict and
-the request hooks with thousands of keys (``sizes.LENGTHS``). A bulk rule is ordinary steps in the
-trace (one insert per key...), so witnesses replay and minimise as any
-other; a finding records the capacity its example drew (``Finding.capacity``),
-and a large one is replayed at the smallest capacity that still shows it.
+"""The policy-level Hypothesis state machine: each rule is a caller action
+drawn only from what the model's preconditions allow, so every run stays
+inside the caller contract, and Hypothesis shrinks a failure to a short
+story. Bulk rules and a capacity drawn per example reach production sizes
+(spec/engines.md, spec/sizes.md) while staying ordinary steps of the trace,
+so witnesses replay and minimise as any other.
 """
 
 from __future__ import annotations
@@ -97,8 +85,8 @@ def _collect_garbage(stats: MachineStats) -> None:
     thousands of objects in reference cycles (Hypothesis's choice nodes,
     closures and strategies) that outlive the young generations, and
     Python collects the oldest one rarely. With this, chunks of at most 10
-    examples and no strategy cached per key list, a ``check`` ten times
-    longer peaks at the same memory (benchmarks/results.txt, memory)."""
+    examples and no strategy cached per key list, a much longer ``check``
+    peaks at the same memory (measured: benchmarks/results.txt, memory)."""
     if stats.examples % GC_EVERY == 0:
         gc.collect()
 

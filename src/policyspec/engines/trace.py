@@ -1,31 +1,9 @@
-"""Serving traces as an engine (spec/traffic.md, "The trace engine"): the
-requests of a trace played as vLLM's scheduler would (``workload.player``)
-on the emulated manager of the policy's revision, every call the manager
-makes of the policy checked in lockstep against the profile's model, as
-the ``vllm-manager`` engine does with generated traffic (its
-``ManagerProxy`` turns each call and ``ref_cnt`` write into a caller
-action on ``Lockstep``).
-
-Without ``--trace`` it plays the bundled synthetic sample
-(``workload.sample``) in examples: each a run of ``EXAMPLE_REQUESTS``
-consecutive requests of it on a fresh manager, at a small cache so that
-eviction pressure starts within a few requests, the store threshold on
-every other example; how many requests in all is a count the engine's
-share of the budget's work buys (``REQUESTS_PER_UNIT``), never a clock. With
-``--trace FILE`` it plays the whole file once, at the run's capacity.
-
-A finding needs a short trace from an empty cache, and a play is long: the
-engine keeps the model as it stood every ``CHECKPOINT_ACTIONS`` actions
-(the model is an immutable value, so keeping it costs nothing) and the
-actions since the oldest of the last ``KEEP`` such points. A failure is
-replayed from a checkpoint: setup actions that rebuild the model's state
-there on a fresh policy (``setup_actions``), then the actions since. The
-newest window that still fails is shrunk (``minimise.bounded_witness``)
-like any engine's finding. A fault that needs more of the policy's past
-than the oldest window keeps is reported on that window as it was seen,
-with a note. On a long file the records of finished requests are dropped
-at each checkpoint (the manager never names them again), so memory follows
-the running requests and the keys the trace has named, not its length.
+"""Serving traces as an engine (spec/traffic.md, "The trace engine"): a
+trace's requests played on the emulated manager of the policy's revision,
+every call checked in lockstep against the profile's model, so that a
+policy is judged on the traffic it will serve. Its work is a count of
+requests the budget buys, never a clock; a failure is replayed and shrunk
+from a checkpoint of the model, so a long play still gives a short finding.
 """
 
 from __future__ import annotations
@@ -122,7 +100,7 @@ def setup_actions(state: State) -> tuple[Action, ...]:
 
 
 class Windows:
-    """The checkpoints of one play (module doc) over ``harness.trace``,
+    """The checkpoints of one play (spec/traffic.md, "The trace engine") over ``harness.trace``,
     whose front is cut as checkpoints age (``trim``)."""
 
     def __init__(self, harness: Lockstep, *, every: int = CHECKPOINT_ACTIONS, keep: int = KEEP,
@@ -178,7 +156,7 @@ class TraceProxy(ManagerProxy):
 
 
 def _drop_finished(harness: Lockstep, proxy: ManagerProxy, running: set[str]) -> None:
-    """Forget the requests that finished (module doc): in the model's
+    """Forget the requests that finished (spec/traffic.md, "The trace engine"): in the model's
     table, the harness's contexts and the proxy's names."""
     model = harness.model
     requests = model.requests
@@ -214,7 +192,7 @@ class _Example:
 
 
 def _sample_examples(seed: int, total: int, capacity: int, fixed: bool) -> list[_Example]:
-    """The sample's examples (module doc): ``total`` requests in runs of
+    """The sample's examples (spec/traffic.md, "The trace engine"): ``total`` requests in runs of
     ``EXAMPLE_REQUESTS`` from offsets the seed picks."""
     sample = list(read_trace(sample_path()))
     rng = random.Random(f"trace:{seed}")
@@ -241,7 +219,7 @@ def run_trace(
     requests: int | None = None,
     cap: float | None = None,
 ) -> EngineRun:
-    """Play the sample (or ``trace``, a file) on ``subject`` (module doc),
+    """Play the sample (or ``trace``, a file) on ``subject`` (spec/traffic.md, "The trace engine"),
     until the wall-time ``cap`` at most. ``requests`` overrides the count
     the work ``units`` buy (tests, benchmarks)."""
     run = EngineRun(engine=ENGINE)
@@ -358,7 +336,7 @@ def _judge(
     run: EngineRun, subject: Subject, profile: Profile, capacity: int, own: int | None,
     requirement: str, candidates: list[tuple[Action, ...]], message: str, cap: float | None,
 ) -> None:
-    """The shortest window that fails again, shrunk (module doc) with
+    """The shortest window that fails again, shrunk (spec/traffic.md, "The trace engine") with
     SHRINK_TRIES replays, until the wall-time ``cap`` at most."""
     known = load_registry().get(requirement)
     fatal = None if known is None or known.level == "MUST" else _only(requirement)

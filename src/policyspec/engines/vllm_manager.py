@@ -1,50 +1,11 @@
-"""vLLM's own manager as an engine, ``vllm-manager`` (spec/manager.md, "vLLM
-0.33's manager under traffic"): the manager of the policy's release.
-
-The manager engine (engines/manager.py) plays the seed-era manager. This
-one puts the policy under test behind the emulation of the
-``CPUOffloadingManager`` of the vLLM release whose API revision the policy
-is driven as (0.33.0 for R8 and R9, 0.34.0 for R10, which has no touch:
-``policyspec.vllm.manager``, held to the real manager by the differential
-test) and plays ``policyspec.vllm.traffic``'s
-seeded request traffic on it: requests whose keys and positions are spread
-over several store batches, lookups and loads of cached prefixes,
-completions that succeed or fail, touches, finishes, resets, and the store
-threshold off and on (every other example).
-
-The emulation does not hold the policy itself: it holds a ``ManagerProxy``.
-Every call the emulation makes of its policy, and every ``ref_cnt`` write
-it makes (its ``RefCntListener``), becomes one caller action of the model
-(``model.actions``), performed through the ``Lockstep`` harness, which
-calls the real policy and judges it against the profile's model. The
-proxy answers the emulation with what the policy answered, translated
-back: the harness owns the blocks the policy holds, the emulation owns its
-own chunk objects and writes their ``ref_cnt`` itself, so a block the
-policy returns (from ``get`` or ``evict``) is handed to the emulation as
-the emulation's chunk of that key. Keys and requests are renamed the same
-way (a traffic key becomes a model key of the same KV-cache group; a
-traffic request a model request, whose positions reach the harness's
-``ReqContext`` as ``set_positions`` before the request's next call).
-
-A finding is the harness's: its requirement, and its trace of actions,
-replayed and shrunk through ``Lockstep`` like every other engine's
-(``minimise.bounded_witness``). The manager's own promises are checked
-beside it: chunk ids at every insert, and in every fourth example the
-chunks the manager holds and its evictable count after every scheduler
-call (``AuditedManager``); with the emulation's own assertions
-(``ManagerAssertionError``, mapped by ``MANAGER_CHECKS``) they give
-MANAGER-* findings, which stand unshrunk (the seed-era replay that shrinks
-those, ``manager_replay``, does not play request hooks). A policy answer
-that breaks one has, when the policy's requirements are fatal, already
-broken one of those, which is then the finding. A call the emulation makes
-that the model's caller contract forbids, or a ``ref_cnt`` write the
-actions cannot express, is an engine error, never a verdict: the spec or
-the emulation is wrong.
-
-The second thread: the harness runs one action in THREAD_EVERY on a thread of its
-own (serialized), as for every engine on a revision with hooks; the
-traffic's own second thread is not used, so that a call that hangs is
-stopped by the watchdog on the thread that waits for it (API-RETURNS).
+"""The ``vllm-manager`` engine: the policy behind the emulated manager of its
+own vLLM release (0.33.0 for R8 and R9, 0.34.0 for R10), under seeded
+request traffic, every call judged in lockstep against the profile's model.
+The seed-era manager engine cannot show what only the request-level
+manager does to a policy (spec/manager.md, "vLLM 0.33's manager under
+traffic"). ``ManagerProxy`` turns each call and ``ref_cnt`` write of the
+emulation into a caller action of the model; a call the caller contract
+forbids is an engine error, never a verdict.
 """
 
 from __future__ import annotations

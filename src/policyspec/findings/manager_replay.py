@@ -1,17 +1,11 @@
 """Replaying a policy-level trace as vLLM's manager would see it.
 
-The manager engine's own checks (MANAGER-BLOCK-IDS, MANAGER-IDLE-COUNT,
-MANAGER-NO-LOST-DATA) live in its bookkeeping beside the policy: the block
-id pool, the idle counter, the blocks it holds. A plain Lockstep replay of
-the calls it made cannot see them, so its findings stood as Hypothesis left
-them (hundreds of steps: Hypothesis stops after a few successful shrinks).
-The bookkeeping follows from the calls alone (a completed store adds an idle
-block, a load of an idle block takes one, evict's answer frees ids and lowers
-the counter), so this module replays any trace the manager could have made
-with that bookkeeping and audits after every call: the shared minimiser can
-then shrink those findings too. A trace the manager could not make (a block
-inserted idle, an evict past its idle counter, a removal of a ready block)
-is not replayed: it shows nothing about the manager.
+The manager engine's own checks (MANAGER-*) live in its bookkeeping, which
+a plain lockstep replay cannot see, so their findings stood as Hypothesis
+left them, hundreds of steps long. The bookkeeping follows from the calls
+alone, so this module replays any trace the manager could have made with
+it and audits after every call: the shared minimiser then shrinks those
+findings too. A trace the manager could not make is not replayed.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """The manager's second thread, for the engines that play it.
 
-vLLM 0.33 calls a policy from the scheduler's thread and from the poll
-thread that finishes stores, one at a time under the manager's lock
-(API-ANY-THREAD). An engine plays that by handing some of its jobs to a
-second thread and waiting for it: the calls stay serialized and the policy
-sees two thread identities, as in vLLM.
-
-One such thread serves the whole process (every harness and engine in
-turn), so that a run of thousands of examples does not leave thousands of
-idle threads behind. A job that never returns (a hung policy call, ended by
-the watchdog in the waiting thread) leaves that thread stuck in the policy:
-it is dropped, and the next job gets a fresh one.
+vLLM 0.33 calls a policy from two threads, one at a time under the
+manager's lock (API-ANY-THREAD), so an engine hands some jobs to a second
+thread and waits for it. One such thread serves the whole process, so that
+thousands of examples leave no idle threads behind; a job that never
+returns leaves it stuck in the policy, and the next job gets a fresh one.
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
 """The shapes of the containers a caller hands a policy (spec/touch.md,
-"Shapes of keys"; spec/evict.md, "Shape of protected").
+"Shapes of keys"; spec/evict.md, "Shape of `protected`").
 
-``touch`` and the request hooks take any iterable of keys: a list (the
-manager's own), a tuple (0.33's default ``on_request_finished``), a
-generator (wrappers), a set or frozenset, a ``dict.keys()`` view. ``evict``
-and ``on_request_finished`` take sets: a set or a frozenset. A policy that
-accepts only the list the harness happens to build passes every check and
-fails in production, so the harness passes each call one of the shapes.
-
-Which shape a call gets is a function of the call itself (its operation
-and model keys, by the hash of a tuple of ints, which Python does not
-randomise): a replay of a trace, and every trace a shrinker derives from
-it, passes the same call the same shape, so a failure that needs a shape
-reproduces.
-
-A shape never changes what the call says: the spec asks each shape to give
-the outcome of the same keys in the same order as a list, so keys go in a
-shape that holds them in their order. A ``dict.keys()`` view holds distinct
-keys in order; a set or frozenset holds one key (or none) in order, and
-more keys in an order of its own. So keys with repeats go in a list, a
-tuple or a generator; distinct keys also in a view; one key, or none, in
-any shape. (Keys of a set in a set's own order would make a correct
-policy's outcome depend on hash order, which the metamorphic relations and
-the renamed histories of CLEAR-FORGETS-KEYS would read as a difference.)
+A policy that accepts only the list the harness happens to build would pass
+every check and fail in production, so each call gets one of the shapes
+real callers pass. The shape is a function of the call itself, so a replay
+and every trace shrunk from it pass the same shape; and a shape always
+holds the keys in their order, so it never changes what a call says.
 """
 
 from __future__ import annotations
@@ -48,7 +31,7 @@ _DISTINCT = (*_ORDERED, "dict_keys")
 
 def keys_shape(op: str, keys: Sequence[int]) -> str:
     """The shape of the keys of this call of ``op``: one that holds them in
-    their order (see the module text)."""
+    their order (spec/touch.md, "Shapes of keys")."""
     shapes: tuple[str, ...]
     if len(keys) <= 1:
         shapes = KEY_SHAPES

@@ -1,18 +1,8 @@
 """Per-call time limit: a watchdog thread ends a policy call that does not
-return (API-RETURNS).
-
-The harness marks every policy call by writing ``op`` and ``since`` on
-``current`` before it and clearing ``op`` after it (attribute writes, cheap
-enough for the fast engine, which marks a chunk of calls at once). The
-limit is CPU time of this process, not wall time: a machine busy with other
-work slows a call's wall time, never its CPU time, so whether a call
-overran does not depend on the load (a verdict must not). A call that
-blocks without using CPU (a deadlock) is caught by wall time instead, at
-``WALL_FACTOR`` times the limit. The watchdog wakes a few times per limit;
-when one call has overrun it sends SIGALRM to the main thread, whose
-handler raises ``CallTimeout`` inside the policy's code. Only available on
-the main thread of a POSIX process; elsewhere the limit is not enforced
-(and the report says so).
+return (API-RETURNS). The limit is this process's CPU time, not wall time,
+so whether a call overran does not depend on the machine's load (a verdict
+must not); a call that blocks without using CPU is caught by wall time at
+``WALL_FACTOR`` times the limit (spec/check.md, "Hostile policies").
 """
 
 from __future__ import annotations
@@ -28,7 +18,7 @@ __all__ = ["WALL_FACTOR", "CallTimeout", "Watchdog", "current"]
 
 WALL_FACTOR = 10
 """A call that has used less CPU than the limit is still ended once its
-wall time reaches this many limits (module doc)."""
+wall time reaches this many limits (spec/check.md, "Hostile policies")."""
 
 
 class CallTimeout(BaseException):

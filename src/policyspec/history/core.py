@@ -1,32 +1,11 @@
 """The core judge: history records in, violations out, in place and in
-constant memory.
+constant memory, so that a production history of any length can be judged.
 
-``CoreJudge`` holds what the manager believes of the policy (spec/state.md:
-the present keys with their chunk ids and ``ref_cnt``, the idle keys) and
-moves it with every record, as ``ProfileModel.step`` moves the core model,
-in O(1) per key. It checks both sides of every call: the caller contract
-(the model's ``can_*`` predicates: a breach is the manager's bug, reported
-with category ``caller``) and what the policy answered (category
-``policy``, under the requirement id it breaks). With ``ordered`` (a
-profile whose refinement ``keeps_idle_order``, the seed LRU's: ``in_place``)
-it also keeps that idle order and judges that profile in the same
-pass (``model.lru.LRURefinement`` keeps the core idle order, so the order
-is the refinement's state).
-
-The manager writes ``ref_cnt`` without the policy seeing it; the judge
-rebuilds those writes from the protocol (spec/history.md): a
-``mark_evictable`` means the chunk was just set to 0, a
-``mark_non_evictable`` precedes its 0 -> 1. Read counts above 1 are
-invisible and need not matter: core tells apart only -1, 0 and "being read".
-
-It re-implements, in place, what ``ProfileModel.step`` decides for core and
-that order (constant memory over a production history);
-tests/test_one_semantics.py holds it to the model at every eviction.
-
-After a violation the judge follows the manager, never the policy: keys
-the manager believes evicted are gone, a key the policy lost is dropped. So
-it goes on and names every later violation too (the guard's check mode);
-the history judge keeps the first per profile.
+It re-implements for core (and the seed LRU's idle order) what
+``ProfileModel.step`` decides, rebuilding the manager's ``ref_cnt`` writes
+from the protocol (spec/history.md); tests/test_one_semantics.py holds it
+to the model. After a violation it follows the manager, never the policy,
+so it names every later violation too.
 """
 
 from __future__ import annotations
@@ -94,7 +73,7 @@ class _Request:
 
 class CoreJudge:
     """The core (and, with ``ordered``, an in-place exact) model of one policy,
-    judged record by record (module doc). ``sink`` receives every
+    judged record by record (spec/history.md). ``sink`` receives every
     violation; by default the judge keeps the first of each id (``first``)
     and counts all (``counts``)."""
 
@@ -203,7 +182,7 @@ class CoreJudge:
     # -- the stream ------------------------------------------------------------
 
     def feed(self, records: Iterable[Sequence[Any]]) -> None:
-        """Judge records in order (module doc). The hot loop: the common
+        """Judge records in order (spec/history.md). The hot loop: the common
         case of get, insert, mark_* and (without ``ordered``) touch is
         judged inline; anything else, and every violation, by the
         method of its operation."""

@@ -1,14 +1,8 @@
-"""Judging a recorded history without the policy (spec/history.md,
-"Judging a history"): read the segments in order, stream their records
-through ``CoreJudge`` (core and the seed LRU in one pass, constant memory),
-and for each profile say whether the history conforms or where it failed
-first, with a window of the history around that failure written as a
-golden-vector case that ``policyspec replay`` runs against the policy.
-
-The window is found in a second pass over the files (the first keeps no
-records): the judge is run again up to the window's start, its state there
-becomes setup calls, and the window's calls follow with the model's
-expectations.
+"""Judging a recorded history without the policy (spec/history.md, "Judging a
+history"): its records stream through ``CoreJudge`` in constant memory, and
+each profile is said to conform or where it failed first, with a window
+around the failure written as a case ``policyspec replay`` runs against the
+policy. The first pass keeps no records, so the window is found in a second.
 """
 
 from __future__ import annotations
@@ -220,10 +214,10 @@ def _judge(header: dict[str, Any], sink: Any = None, ordered: Profile | None = N
 
 def judge_paths(paths: Sequence[str | Path], profiles: Sequence[str] | None = None
                 ) -> Verdict:
-    """One streaming pass over a history (module doc); ``profiles`` None:
+    """One streaming pass over a history (spec/history.md, "Judging a history"); ``profiles`` None:
     those of the history's revision (``judged_profiles``). The cyclic
     garbage collector is off meanwhile: records are acyclic lists, and its
-    passes over each parsed block cost a third of the time."""
+    passes over each parsed block cost much of the time."""
     if profiles is None:
         for header, _ in read_segments(segments_of(paths)[:1]):
             profiles = judged_profiles(header.get("api"))
@@ -483,7 +477,7 @@ def window_case(
     """A vector case of the calls up to and including ``violation``'s: the
     last ``window`` calls, or from the call the violation goes back to
     (``since``) when that is further, after setup calls that rebuild the
-    model's state at the window's start (module doc)."""
+    model's state at the window's start (spec/history.md, "Judging a history")."""
     end = violation.call
     start = max(0, end - window + 1)
     if violation.since is not None:

@@ -1,20 +1,9 @@
-"""The guard's judge in a second process (``POLICYSPEC_GUARD_JUDGE=process``).
-
-In check mode the guard judges every record as it makes it: the judge's
-work then lands on the manager's own thread, which is what a user feels.
-Here the guard only records, as in record mode, and hands each buffer of
-records it writes to its history to a child process (``python -m
-policyspec.history.judge_process CAPACITY``) that runs the same
-``CoreJudge`` over the same texts, on another core, and answers each
-violation as a JSON line. The guard collects the answers whenever it
-flushes, so a violation is logged a buffer late, never raised: ``raise``
-needs the judge inline. At the end the child answers how many calls it
-judged, so that a run without violations is known to have been judged.
-
-Nothing here may stall the manager: the pipe to the child is written
-without blocking, what it cannot take yet waits in a backlog, and a
-backlog past ``BACKLOG_MOST`` bytes (a judge that cannot keep pace) ends
-the judging, never the recording.
+"""The guard's judge in a second process (``POLICYSPEC_GUARD_JUDGE=process``,
+spec/production.md): judging inline lands on the manager's own thread,
+which is what a user feels, so here the guard only records and a child
+process runs the same ``CoreJudge`` over each buffer it writes. Nothing here
+may stall the manager: the pipe is written without blocking, and a judge
+that cannot keep pace ends the judging, never the recording.
 """
 
 from __future__ import annotations

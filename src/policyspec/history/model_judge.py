@@ -1,21 +1,9 @@
 """Judging a history under any profile with a refinement (``arc``,
-``lru-0.33``, ``fifo``, one's own): each record becomes the model's calls
-(``model.step.ProfileModel.step``, the one step every engine takes), and
-the first eviction the profile's model disagrees with is the profile's
-failure.
-
-``CoreJudge`` judges core (and the seed LRU) in place at full speed; this
-judge adds only what a refinement dictates, through the immutable model,
-so it costs the model's step per call (a copy of the core state: O(keys
-present)). Its memory is the model's state: the present keys, the
-refinement's own state, and the requests of the current generation (the
-finished ones are dropped, as is every record of an older generation: the
-recorder numbers requests per generation).
-
-The model needs a caller that keeps the contract, so judging stops at the
-first call the model cannot take (a caller breach, a call that raised, an
-unreadable result) and the profile's verdict names it: the core judge has
-already judged that call.
+``lru-0.33``, ``fifo``, one's own) through ``ProfileModel.step``, the one
+step every engine takes, so that a history is held to exactly what a check
+holds a policy to. ``CoreJudge`` judges core in place at full speed; this
+judge adds what a refinement dictates, and stops at the first call the
+model cannot take (the core judge has already judged it).
 """
 
 from __future__ import annotations
@@ -37,7 +25,7 @@ _PRUNE_AT = 256
 
 
 class ModelJudge:
-    """One profile's model moved along a history (module doc)."""
+    """One profile's model moved along a history (spec/history.md)."""
 
     def __init__(self, profile: Profile, header: dict[str, Any]) -> None:
         self.profile = profile

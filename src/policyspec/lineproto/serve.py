@@ -1,15 +1,10 @@
 """The policy side of the line protocol for Python policies:
-``python -m policyspec.lineproto.serve TARGET``.
-
-``policyspec check --isolate`` runs the policy under test through this
-server in a child process, under a memory limit: a policy that calls
-``os._exit``, crashes through ctypes or exhausts memory ends the child, not
-the checker, which reports API-PROCESS-ALIVE. The server loads TARGET with
-the same adapters as an in-process check (stand-ins, API revisions), makes
-real blocks with the subject's own block type, and answers one JSON line
-per request (spec/protocol.md). Its policy reads a virtual clock and gets a
-random stream seeded from ``create`` (policyspec.environment), stepped by
-``clock`` requests, as a policy in the checker's process does.
+``python -m policyspec.lineproto.serve TARGET`` (spec/protocol.md).
+``check --isolate`` runs the policy through it in a child process, so a
+policy that ends its process, crashes or exhausts memory ends the child,
+not the checker (API-PROCESS-ALIVE). It loads TARGET with the same adapters
+and gives the policy the same environment as an in-process check, so both
+judge the same policy.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 An action is a small tuple (cheap to make, hash and print). Each expands
 into the policy calls and ref_cnt writes the manager makes, in order
-(CONTRACT 2A). ``is_legal`` is the caller contract at the level of actions:
+(spec/sources.md, C1-C12). ``is_legal`` is the caller contract at the level of actions:
 it only asks the precondition predicates, so every engine that generates
 actions stays inside the contract by construction.
 """

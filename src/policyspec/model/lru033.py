@@ -1,19 +1,7 @@
 """The ``lru-0.33`` and ``lru-0.34`` profiles' refinements (spec/lru033.md):
-vLLM's request-ranked LRU, as 0.33.0 and 0.34.0 ship it.
-
-Every present key has a rank, a pair compared as a tuple; victims are the
-eligible keys of lowest rank, ties broken by the real key's bytes (0.33's
-heap holds ``(rank, key)``). A request gets one rank for all its batches;
-inside it a key ranks by its position, tails before heads, ``(request rank,
--position)``. A request's finish, and ``touch``, commit recency: fresh
-global ranks over the keys tail first, so the head ends most recent.
-Pinning does not move a rank: ``mark_evictable`` keeps the rank the key
-had, unlike the seed LRU. ``clear`` restarts the ranks and a new cache
-generation, and ranks requests held before it are not reused.
-
-vLLM 0.34.0's LRU is the same minus ``touch``; since 0.34.0's base class no
-longer forwards ``on_store_miss`` to ``touch``, a store miss commits nothing
-there (``LRU034Refinement``).
+vLLM's request-ranked LRU, as 0.33.0 and 0.34.0 ship it, where a request's
+finish commits recency and pinning never moves a rank. 0.34.0's LRU is the
+same minus ``touch`` (``LRU034Refinement``).
 """
 
 from __future__ import annotations

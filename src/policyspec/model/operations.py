@@ -1,15 +1,10 @@
-"""The eight CachePolicy operations as pure transitions (spec/*.md).
-
-Each function takes a State and returns the new State (and the result, where
-the operation has one); it never mutates its argument. Preconditions come from
-``policyspec.model.preconditions``; postconditions are named predicates below.
-
-Contract syntax: PEP 316 docstrings (``pre:``/``post:``), read by
-``crosshair check``. Chosen over icontract because the model is checked only
-symbolically (runtime checks would cost the engines on every step), it adds no
-dependency, and the postconditions stay ordinary typed functions that the
-tests call directly. The idle order these transitions keep is the seed LRU's
-(spec/lru.md); the core profile reads ``idle`` as a set.
+"""The eight CachePolicy operations as pure transitions (spec/*.md): each
+takes a State and returns the new one (and the result), never mutating its
+argument. Contracts are PEP 316 docstrings read by ``crosshair check``
+rather than a runtime contract library: the model is checked only
+symbolically, so runtime checks would cost the engines on every step, and
+the postconditions stay ordinary typed functions the tests call. The idle
+order kept is the seed LRU's (spec/lru.md); core reads ``idle`` as a set.
 """
 
 from __future__ import annotations

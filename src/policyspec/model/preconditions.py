@@ -27,7 +27,7 @@ __all__ = [
 
 
 def can_get(state: State, key: int) -> bool:
-    """get may be called for any key, present or not (CONTRACT C8)."""
+    """get may be called for any key, present or not (spec/sources.md C8)."""
     return True
 
 
@@ -42,7 +42,7 @@ def can_insert(state: State, key: int, ref_cnt: int) -> bool:
 
 def can_remove(state: State, key: int) -> bool:
     """remove requires a present key, in any state. The manager only removes
-    in-flight keys (CONTRACT C5); the policy API allows any."""
+    in-flight keys (spec/sources.md C5); the policy API allows any."""
     return is_present(state, key)
 
 
@@ -53,13 +53,13 @@ def can_touch(state: State, keys: Sequence[int]) -> bool:
 
 def can_mark_evictable(state: State, key: int) -> bool:
     """mark_evictable requires a present key whose block the manager has just
-    set to ref_cnt 0 and that is not idle yet (CONTRACT C3)."""
+    set to ref_cnt 0 and that is not idle yet (spec/sources.md C3)."""
     return state.refs.get(key) == IDLE and not is_idle(state, key)
 
 
 def can_mark_non_evictable(state: State, key: int) -> bool:
     """mark_non_evictable requires an idle key; the manager calls it before
-    raising ref_cnt from 0 (CONTRACT C4)."""
+    raising ref_cnt from 0 (spec/sources.md C4)."""
     return is_idle(state, key)
 
 
@@ -80,17 +80,17 @@ def can_clear(state: State) -> bool:
 
 def can_finish_store(state: State, key: int) -> bool:
     """A store completes only for a present, in-flight block: ref_cnt -1 -> 0,
-    followed at once by mark_evictable (CONTRACT C3a)."""
+    followed at once by mark_evictable (spec/sources.md C3a)."""
     return state.refs.get(key) == IN_FLIGHT
 
 
 def can_start_read(state: State, key: int) -> bool:
     """A load starts only on a ready block (ref_cnt >= 0); from 0 the manager
-    first calls mark_non_evictable (CONTRACT C4)."""
+    first calls mark_non_evictable (spec/sources.md C4)."""
     return state.refs.get(key, IN_FLIGHT) >= IDLE
 
 
 def can_end_read(state: State, key: int) -> bool:
     """A load completes only on a block being read (ref_cnt > 0); reaching 0
-    is followed at once by mark_evictable (CONTRACT C3b)."""
+    is followed at once by mark_evictable (spec/sources.md C3b)."""
     return state.refs.get(key, IN_FLIGHT) > IDLE

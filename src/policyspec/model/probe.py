@@ -1,14 +1,9 @@
 """Probes: caller actions that make a refinement's hidden state observable.
-
-An exact profile sees a policy's order only through ``evict``. To name the
-operation that went wrong, ``policyspec.witness.explain`` replays each
-prefix of a failing trace and runs probes after it: a few more caller
-actions (``setup``), then one ``evict(n, protected)`` whose victims are
-compared with the refinement's. A refinement that knows more than the whole
-eviction order can show (which blocks in flight sit where, what the target
-is) says which probes to run and, from their answers, which requirement the
-last operation broke (``policyspec.profiles.Diagnosis``). Plain data, so
-that the model and the engines share it without importing each other.
+An exact profile sees a policy's order only through ``evict``, so to name
+the operation that went wrong ``policyspec.witness.explain`` runs probes
+after each prefix of a failing trace, and a refinement that knows more than
+the eviction order says which probes to run. Plain data, so that the model
+and the engines share it without importing each other.
 """
 
 from __future__ import annotations

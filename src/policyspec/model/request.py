@@ -1,16 +1,9 @@
 """The request level of vLLM 0.33 (spec/request.md): requests, their key
-positions, and the caller contract of the request hooks.
-
-A request is named by a small integer, like a key. The scheduler records
-the end-token position of each of its keys in the request's context
-(``("set_positions", r, ((key, position), ...))``, a caller write like a
-``ref_cnt`` write); the manager then calls the hooks with that context:
-``("on_store_miss", r, keys)``, ``("on_request_access", r, keys)``,
-``("on_request_finished", r, groups, insertion_only, reused)``, and R9's
-``("insert", key, ref_cnt, r)``. ``Requests`` is what the caller contract
-needs to know of them: which keys each request has seen and missed in the
-current cache generation, and whether it has finished. Plain immutable
-data, like the rest of the model.
+positions, and the caller contract of the request hooks. A request is named
+by a small integer, like a key, and ``Requests`` holds only what the caller
+contract needs to know of them (the keys each saw and missed in this cache
+generation, whether it finished), as plain immutable data like the rest of
+the model.
 """
 
 from __future__ import annotations
@@ -112,7 +105,7 @@ class Requests:
 def can_store_miss(state: State, requests: Requests, r: int, keys: Sequence[int]) -> bool:
     """``prepare_store`` reports the keys it is about to store that its
     request has not reported yet: distinct absent keys, at least one, of an
-    unfinished request (CONTRACT.md section 5)."""
+    unfinished request (spec/request.md; spec/contract.md, R9)."""
     request = requests.get(r)
     return (
         bool(keys)

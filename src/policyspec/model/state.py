@@ -35,7 +35,7 @@ class State:
     ``idle`` lists the keys marked evictable, least recent first; the core
     profile reads it as a set, the lru profile reads its order too.
     ``capacity`` is the ``cache_capacity`` the policy was built with: the
-    manager never holds more blocks than that (CONTRACT C1). None means
+    manager never holds more blocks than that (spec/sources.md C1). None means
     unbounded (for model-only use).
 
     inv: well_formed(self)
@@ -64,7 +64,7 @@ def well_formed(state: State) -> bool:
 
 def is_quiescent(state: State) -> bool:
     """Between two manager steps a key is idle exactly when its ref_cnt is 0
-    (the manager marks every 0-transition at once, CONTRACT C3/C4)."""
+    (the manager marks every 0-transition at once, spec/sources.md C3/C4)."""
     idle = set(state.idle)
     return all((ref == IDLE) == (key in idle) for key, ref in state.refs.items())
 

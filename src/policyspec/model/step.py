@@ -1,22 +1,11 @@
 """One step of a profile's model: the only place the model moves.
 
 Every engine, the vectors writer, the diagnosis and the history checker
-advance the model through ``ProfileModel.step`` (two copies of core and the
-seed LRU's order run in place for speed, the fast engine's oracle and the
-history's ``CoreJudge``, and differential tests hold them to this step:
-tests/test_one_semantics.py says which and why): one call (a policy call or
-a manager write of ``ref_cnt``, ``model.actions.Primitive``) in, and out
-come the model after the call, the answer the model itself gives
-(``expected``; ``exact`` says whether it is the only answer the profile
-allows), the first requirement an observed answer breaks (``violation``),
-and the requirement ids whose outcome this call let the caller see
-(``exercised``).
-
-A profile is core plus, optionally, a ``Refinement``: its own state beside
-the core ``State`` and the exact victims it dictates. A refinement's
-per-operation requirements (an insert's recency, a touch's order) show only
-in later evictions, so the ids a call exercises wait in ``pending`` until an
-eviction is compared exactly; only then are they counted as observed.
+advance the model through ``ProfileModel.step``, so there is one semantics
+(tests/test_one_semantics.py holds the two in-place copies of core to it).
+A refinement's per-operation requirements show only in later evictions, so
+the ids a call exercises wait in ``pending`` until an eviction is compared
+exactly: a PASS is an observation (spec/engines.md).
 """
 
 from __future__ import annotations
@@ -146,7 +135,7 @@ M = TypeVar("M")
 
 @dataclass(frozen=True, slots=True)
 class Step(Generic[M]):
-    """What one call did to the model (module docstring). ``model`` is the
+    """What one call did to the model (spec/extending.md). ``model`` is the
     model after the call: a new ``ProfileModel``, or an in-place
     implementation of the same step (sources/oracle.py) itself."""
 

@@ -1,15 +1,10 @@
-"""Symbolic evidence with CrossHair: ``policyspec prove``.
+"""Symbolic evidence with CrossHair: ``policyspec prove`` (spec/prove.md).
 
-``prove_model`` has CrossHair check the model's own PEP 316 contracts.
-``prove_target`` checks a policy one operation of its revision at a time,
-from every symbolic pre-state within stated bounds, which is where CrossHair
-is strong: the pre-state is built and read back through the policy's own
-methods (the derived pair, policyspec.prove.derived), or, when asked for,
-through a hand-written abstraction pair (policyspec.prove.abstraction).
-Reports keep "confirmed over all paths" (a proof within the bounds), "no
-counterexample within budget" and "counterexample" (replayed, minimised as
-check minimises, with a pytest test) apart. spec/prove.md is the user's
-guide.
+``prove_model`` has CrossHair check the model's own PEP 316 contracts;
+``prove_target`` checks a policy one operation of its revision at a time
+from every symbolic pre-state within stated bounds, which is where
+CrossHair is strong. Reports keep a proof within the bounds, "no
+counterexample within budget" and a counterexample apart.
 """
 
 from policyspec.prove.abstraction import (

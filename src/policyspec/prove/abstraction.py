@@ -1,23 +1,9 @@
-"""Hand-written abstraction pairs: how a policy's internal state maps to
-the model's, for ``prove --abstraction`` (without it, every policy is
-proved through the derived pair, policyspec.prove.derived).
-
-A pair reaches a pre-state directly, where the derived pair can only build
-one through the policy's own calls; the policy's author supplies two
-functions:
-
-* ``to_model(policy) -> State``: the model state the policy holds (``refs``
-  from the blocks' ``ref_cnt``, ``idle`` in eviction order, least recent
-  first);
-* ``from_model(policy, state, blocks) -> None``: make a freshly built
-  policy hold ``state``, with ``blocks[k]`` the block object of key ``k``.
-
-Keys are the model's small ints, used as the policy's keys. A pair is named
-(``--abstraction module:NAME``) or declared (``--abstraction declared``:
-the attribute ``POLICYSPEC_ABSTRACTION`` of the module the target names,
-then of the class's own module; else ``register_abstraction(cls, ...)`` for
-the class or its nearest registered base class: the reference LRU's pair is
-registered here, so a subclass that keeps its two structures inherits it).
+"""Hand-written abstraction pairs: how a policy's internal state maps to the
+model's, for ``prove --abstraction`` (spec/prove.md, "Hand-written pairs").
+A pair reaches a pre-state directly, where the derived pair
+(policyspec.prove.derived) can only build one through the policy's own
+calls. The reference LRU's pair is registered here, so a subclass that
+keeps its two structures inherits it.
 """
 
 from __future__ import annotations
@@ -48,7 +34,7 @@ FromModel = Callable[[Any, State, Mapping[int, Any]], None]
 
 @dataclass(frozen=True)
 class Abstraction:
-    """An abstraction function and its inverse (module docstring)."""
+    """An abstraction function and its inverse (spec/prove.md, "Hand-written pairs")."""
 
     to_model: ToModel
     from_model: FromModel

@@ -1,41 +1,11 @@
 """The symbolic pre-state: a model ``State`` and a call from small ints.
 
-CrossHair searches well over plain ints and poorly over containers: a
-symbolic list has a symbolic length that every loop over it branches on,
-and its symbolic int hashes by whatever value the solver currently has in
-mind, without constraining it, so ``key in ordered_dict`` with a symbolic
-key silently explores one value only (seen here: a wrong touch order behind
-an OrderedDict was not found in 60 CPU s with symbolic keys). So every
-obligation takes bounded ints only, and keys are labelled canonically by
-what the state says about them:
-
-* keys ``0 .. n_idle-1`` are idle, in eviction order (0 least recent);
-* keys ``n_idle .. n_idle+n_busy-1`` are busy: bit ``j`` of ``reads`` set,
-  key ``n_idle + j`` is being read (ref_cnt 1), else in flight (-1);
-* key ``n_idle + n_busy`` stands for every absent key; for the operations
-  that can name it (``HISTORY``), a fifth value ``past`` says whether it
-  was stored and evicted before the rest of the state was built (1) or
-  never lived (0): the only history the canonical pre-states have, which is
-  what a policy that remembers keys it no longer holds (ARC's ghost lists,
-  a block kept for a key's return) needs to show anything;
-* a key list is a count and that many key numbers (the unused ones 0), a
-  protected set a bit mask over the keys, a request hook's keys a count,
-  key numbers and, for a finish, a kind per key (``KINDS``).
-
-Naming keys this way loses nothing for a policy that treats keys as opaque
-values, which the spec requires, and leaves CrossHair only the shape of the
-state and the arguments to search. An explicit permutation of idle keys
-was tried first: CrossHair then spent its paths on permutations and missed
-a wrong touch order in 25 CPU s that this encoding finds.
-
-``legal`` is every obligation's precondition, linear comparisons only;
-``pack`` makes one int of the values, which the obligation realizes, so
-that CrossHair enumerates every legal value once (one path each) and the
-policy runs on concrete values. The pre-states are the
-ones the manager can leave a policy in: well formed and quiescent (idle
-exactly when ref_cnt is 0), except that before ``mark_evictable(k)`` the
-key ``k`` is at ref_cnt 0 and not yet idle (spec/state.md: the manager has
-written the 0, at the end of a load, and calls mark_evictable at once).
+CrossHair searches well over plain ints and poorly over containers (a
+symbolic key in an ``OrderedDict`` silently explores one value), so every
+obligation takes bounded ints, keys are labelled canonically by what the
+state says of them (spec/prove.md, "Bounds"), and ``legal`` is
+every obligation's precondition. Canonical names lose nothing for a policy
+that treats keys as opaque values, which the spec requires.
 """
 
 from __future__ import annotations
@@ -99,13 +69,13 @@ KINDS = (0, 1, 2)
 
 _ONE_KEY = ("get", "remove", "mark_evictable", "mark_non_evictable")
 HISTORY = ("get", "insert", "touch", "on_store_miss", "on_request_access")
-"""The operations whose pre-state has ``past`` (module docstring): those
+"""The operations whose pre-state has ``past`` (spec/prove.md, "The derived pair"): those
 that can name the absent key for what it is (a lookup, a store, a use, a
 miss), as the others can only protect, remove or order present keys."""
 
 
 def decode_state(n_idle: int, n_busy: int, reads: int, capacity: int) -> State:
-    """The model state the values stand for (module docstring)."""
+    """The model state the values stand for (spec/prove.md, "Bounds")."""
     refs = {key: IDLE for key in range(n_idle)}
     for j in range(n_busy):
         refs[n_idle + j] = MAX_REF if reads >> j & 1 else IN_FLIGHT
@@ -155,7 +125,7 @@ def _state_size(op: str) -> int:
 
 def legal(op: str, *values: Any) -> bool:
     """The precondition of an obligation: a bounded pre-state the manager
-    can leave, and arguments the caller contract allows (module docstring).
+    can leave, and arguments the caller contract allows (spec/prove.md, "Bounds").
     Comparisons only, linear in the values, so that under CrossHair the
     search is finite and cheap."""
     ranges = _RANGES.get(op)
@@ -234,7 +204,7 @@ _RANGES: dict[str, tuple[tuple[int, int], ...]] = {
     "on_request_finished": (*_STATE, *_HOOK, *((0, KINDS[-1]),) * MAX_HOOK_LIST, (0, 1)),
 }
 """Every value's range, whatever the others: the pre-state's four (five
-with ``past``), then the operation's arguments (module docstring).
+with ``past``), then the operation's arguments (spec/prove.md, "Bounds").
 ``legal`` narrows them."""
 
 _BIT = [tuple(v for v in range(2**MAX_KEYS) if v >> j & 1) for j in range(MAX_KEYS)]

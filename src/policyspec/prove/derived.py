@@ -1,44 +1,9 @@
-"""The derived abstraction pair: any policy's state reached and read through
-its public methods only, so that ``prove`` needs nothing from its author.
-
-Concretization (``construction``): a canonical model pre-state
-(policyspec.prove.canonical) is built by the calls vLLM's manager makes:
-every key inserted in flight, in key order (the idle keys first, in
-eviction order); the keys being read complete their stores and start their
-loads; then the idle keys' stores complete, in eviction order. Before that,
-when the pre-state says the absent key has a past (``past_life``), it is
-stored and evicted while it is the only key. Insert order
-and mark order are both the model's order, so a policy ranked by either (the
-seed LRU by marks; vLLM 0.33's LRU, FIFO and ARC's T1 by inserts) holds the
-order the canonical names say, and the profile's model, driven through the
-same calls in lockstep (policyspec.harness.Lockstep), holds the same state.
-
-Abstraction, by observation only (``probes``): after the call, the harness
-asks ``get`` for every key named so far (presence and identity) and the
-probes ask it for the keys the pre-state left absent; then, each on a deep
-copy of the harness (policyspec.harness.snapshot.fork), evictions: every key
-the model holds eligible at once and one more, which must be refused
-(eligibility, and under an exact profile the whole order), and the probes
-the exact profile's diagnosis asks for (keys in flight or being read, ARC's
-lists). The harness judges every answer against the profile's model as
-``check`` does, so a fault is a ``ConformanceFailure`` whose trace runs from
-a fresh policy: the minimiser and the reports take it as any finding.
-
-Variants (``variants``): a canonical call names at most four keys, and the
-harness picks the container of a call's keys from the keys themselves
-(policyspec.harness.shapes), so faults that only the size or the shape of
-real arguments expose would stay out of reach. So some calls are also
-judged a second time, from the same pre-state, with keys never stored
-added: an eviction of one key with every present key protected, with
-``LONG_PROTECTED`` more protected keys (a policy that honours only so many,
-a fixed buffer), and one that protects no present key, with ``STORE`` keys
-protected (the keys of a store the manager makes room for: a policy that
-weighs a store by its size); a touch of one key after ``LONG_TOUCH`` others
-(a bulk path for long lists); a store miss or an access with one more key,
-chosen so that the keys come as a generator (a policy that needs a list). Keys never
-stored change no answer of the model, so each variant is judged as its
-call is. Only those calls get one: each costs a build and a read-back with
-thousands of keys.
+"""The derived abstraction pair: any policy's state built and read back
+through its public methods only, so that ``prove`` needs nothing from the
+policy's author (spec/prove.md, "The derived pair"). The pre-state is built
+by the calls vLLM's manager makes, read back by ``get`` and evictions judged
+by the harness, and a few calls are judged again with long or odd
+arguments that canonical calls cannot express.
 """
 
 from __future__ import annotations
@@ -99,7 +64,7 @@ VARIANTS = {
     "on_request_access": "and the same with one key never stored added, so that the keys come "
                          "as a generator",
 }
-"""The variants of each operation (module docstring), in the words of the
+"""The variants of each operation (spec/prove.md, "Variants"), in the words of the
 report's bounds."""
 
 
@@ -204,7 +169,7 @@ def _as_generator(op: str, keys: tuple[int, ...]) -> tuple[int, ...]:
 
 def variants(op: str, state: State, args: Sequence[Any]) -> list[tuple[Any, ...]]:
     """The other arguments ``op`` is also judged with from ``state``
-    (module docstring, ``VARIANTS``)."""
+    (spec/prove.md, "Variants", ``VARIANTS``)."""
     if op == "evict" and args[0] == 1 and state.refs:
         protected = frozenset(args[1])
         if set(state.refs) <= protected:

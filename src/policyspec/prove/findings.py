@@ -1,7 +1,7 @@
 """From a CrossHair counterexample line to a finding a person can act on.
 
 Every counterexample is replayed concretely, outside CrossHair, before it is
-reported: the replay confirms it (CrossHair can mis-analyse, TOOLS.md), gives
+reported: the replay confirms it (CrossHair can mis-analyse a path), gives
 the full story (state, call, what came back, what the spec requires), and
 yields the pytest test that reproduces it (policyspec.prove.repro). Through
 the derived pair the replay is a trace of caller actions from a fresh

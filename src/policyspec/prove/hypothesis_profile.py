@@ -1,20 +1,10 @@
-"""The optional ``crosshair`` Hypothesis profile (hypothesis-crosshair).
-
-The single-operation property tests (tests/test_model_contracts.py, and the
-refinement properties of tests/test_prove.py) draw one state and one call;
-under this profile Hypothesis hands its draws to CrossHair, which explores
-them symbolically instead of sampling. It is not the main engine: on the
-stateful machine it found nothing plain Hypothesis missed (TOOLS.md).
-
-It needs the optional extra: ``pip install -e '.[crosshair]'``. Load this
-module as a pytest plugin so that the profile exists before Hypothesis reads
-``--hypothesis-profile``::
-
-    pytest -p policyspec.prove.hypothesis_profile --hypothesis-profile=crosshair \\
-        tests/test_model_contracts.py tests/test_prove.py -m "not crosshair"
-
-Without hypothesis-crosshair that command stops at once with a usage error
-naming the extra to install (never silently running the plain profile).
+"""The optional ``crosshair`` Hypothesis profile (hypothesis-crosshair), for
+the single-operation property tests: Hypothesis hands its draws to
+CrossHair, which explores them symbolically instead of sampling
+(spec/prove.md, "Hypothesis under CrossHair"). Load it as a pytest plugin
+(``-p policyspec.prove.hypothesis_profile``) so that the profile exists
+before Hypothesis reads ``--hypothesis-profile``; without the extra it
+stops at once with a usage error, never silently running the plain profile.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""The functions CrossHair analyses for ``policyspec prove TARGET``.
-
-Each ``refines_<op>`` states that one operation from any legal symbolic
-pre-state agrees with the profile's model: through the derived pair
-(policyspec.prove.derived: the state built and read back through the
-policy's own methods), or through a hand-written pair when one was asked
-for (policyspec.prove.commute). Its arguments are the plain values of
-policyspec.prove.canonical.
-
-They are written for CrossHair's ``asserts`` kind (the leading assert is
-the precondition; a later failing assert, whose message is the broken
-requirement id, is a counterexample) rather than PEP 316: under PEP 316
-CrossHair would also enforce every contract of the model functions they
-call and the ``State`` invariant on each construction, which took most of
-the time of every path and proves nothing new here.
-
-The policy under proof is named by environment variables (set by the parent
-process, policyspec.prove.proof_target) and loaded once, at import, before
-CrossHair starts tracing; the vLLM stand-ins stay installed for the whole
-process, as ``check`` keeps them for a run (a policy may import ``vllm``
-inside a method).
+"""The functions CrossHair analyses for ``policyspec prove TARGET``: each
+``refines_<op>`` states that one operation from any legal symbolic
+pre-state agrees with the profile's model (spec/prove.md). They use
+CrossHair's ``asserts`` kind rather than PEP 316, which would also enforce
+every contract of the model functions they call on every path and prove
+nothing new. The policy under proof is loaded once, at import, before
+CrossHair starts tracing.
 """
 
 from __future__ import annotations
@@ -55,7 +41,7 @@ __all__ = [
 _REGISTRY = load_registry()  # read the TOML files now, before CrossHair traces
 # CrossHair calls through functools caches (it must not cache symbolic
 # arguments), so the harness's ``load_registry()`` would parse the TOML files
-# again on every path: measured at 90% of the fallback search's time. The
+# again on every path, which took most of the fallback search's time. The
 # harness gets the registry loaded above instead, in this process only.
 lockstep.load_registry = lambda: _REGISTRY  # type: ignore[assignment,attr-defined]
 _STAND_INS = contextlib.ExitStack()
@@ -77,7 +63,7 @@ def _step(op: str, *values: int) -> str | None:
     path per legal value) and the harness and the policy run untraced: on
     concrete values CrossHair has nothing left to branch on, and under
     tracing the harness (which hashes keys and compares blocks on every
-    call) cost three times as much per path."""
+    call) cost several times as much per path."""
     assert SUBJECT is not None, "no target: set POLICYSPEC_PROVE_TARGET"
     state_code, args_code = pack(op, values)
     concrete = unpack(op, realize(state_code), realize(args_code))

@@ -1,15 +1,8 @@
-"""From ``TARGET --profile --abstraction`` to a ``ProofSubject``.
-
-The target is loaded exactly as ``policyspec check`` loads it
-(``policyspec.adapters.load_subject``). Without ``--abstraction`` the
-derived pair is used (policyspec.prove.derived), for every profile; a
-hand-written pair (``--abstraction MODULE:NAME``, or ``declared``: the one
-the policy's module declares or registers, looked up for the class behind
-the seed-API view) maps to a model state only, so it serves core and the
-profiles whose refinement keeps no state of its own.
-
-The CrossHair child process rebuilds the same ``ProofSubject`` from the
-environment variables ``ENV_*`` (``from_environment``).
+"""From ``TARGET --profile --abstraction`` to a ``ProofSubject``: the target
+is loaded exactly as ``policyspec check`` loads it, so prove and check
+judge the same policy. A hand-written pair maps to a model state only, so
+it serves core and the profiles whose refinement keeps no state of its own;
+the CrossHair child process rebuilds the same subject from ``ENV_*``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The reference ARC: vLLM's in-tree ARC behaviour (spec/arc.md), made fast:
-``ARC034CachePolicy`` at vLLM 0.34.0's API (R10: no ``touch``; the request
-hooks of CONTRACT.md sections 5 and 6; profile ``arc-0.34``), and
-``ARCCachePolicy`` at 0.33.0's (R9), the same plus ``touch`` (profile
-``arc``).
-
-Written from the spec, independent of ``policyspec.model`` (the model is its
-oracle). Batch eviction walks T1 and T2 once each, from their least recent
-ends, so one ``evict(n)`` costs O(n + entries skipped), never a rescan per
-victim (vllm PR #50992). For the calls the seed-era ARC also had, 0.33's ARC
-behaves the same; what 0.33 adds lives in the hooks: ghost hits adapt the
-target in ``on_store_miss`` (before ``insert`` erases the ghost), and a
-request's reuse of a ready chunk promotes it to T2 in
-``on_request_finished``, while chunks the request only inserted keep their
-list.
+``ARC034CachePolicy`` at vLLM 0.34.0's API (R10, profile ``arc-0.34``) and
+``ARCCachePolicy`` at 0.33.0's (R9, the same plus ``touch``, profile ``arc``).
+Written from the spec, independent of ``policyspec.model`` (the model is
+its oracle). One ``evict(n)`` walks T1 and T2 once each, never a rescan per
+victim (spec/bugs.md, V5).
 """
 
 from __future__ import annotations

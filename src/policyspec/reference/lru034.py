@@ -1,16 +1,8 @@
 """The reference request-ranked LRU of vLLM 0.34.0 (profile ``lru-0.34``):
-the in-tree LRU's behaviour (CONTRACT.md sections 5 and 6), written from
-its facts with structures of its own. vLLM 0.33.0's (``lru033``) is this
-one plus ``touch``.
-
-Recency is a rank, compared as a pair: a fresh rank ``(clock, 0)``, or a
-request's rank ``(request, -position)``, so that within a request later
-chunks (tails) are older than earlier ones (heads) and a prefix's tail is
-evicted before its head. Ranks live apart from eligibility: a key keeps
-its rank while it is pinned and is idle again with that same rank. A
-request's recency comes from its hooks only: its keys rise to its rank
-while it runs (``on_request_access``) and get fresh ranks when it finishes;
-a store miss changes nothing (0.34.0's base class default).
+the in-tree LRU's behaviour (spec/lru033.md; spec/contract.md, R10),
+written from its facts with structures of its own, so that the model has
+an independent implementation to be held against. vLLM 0.33.0's
+(``lru033``) is this one plus ``touch``.
 """
 
 from __future__ import annotations
@@ -48,7 +40,7 @@ class RequestRank:
 
 
 class LRU034CachePolicy(Generic[K, C]):
-    """Least recent rank first over idle chunks (module doc).
+    """Least recent rank first over idle chunks (spec/lru033.md).
 
     ``chunks`` holds every present key, ``ranks`` each present key's rank,
     ``idle`` the idle keys as ``(rank, key)`` pairs in ascending order (the

@@ -1,14 +1,8 @@
-"""The reference LRU's abstraction pair, for ``policyspec prove``.
-
-``to_model`` reads the model state out of an ``LRUCachePolicy``;
-``from_model`` makes a freshly built one hold a given model state. With
-them, ``prove`` checks each operation symbolically from any pre-state
-(policyspec.prove.abstraction). Kept beside, not inside, lru.py: the
-reference stays independent of the model it is checked against.
-
-The OrderedDict is built inside ``from_model`` from the model's plain idle
-list: CrossHair reasons about the list, and the keys it hands over are
-concrete small ints (policyspec.prove.canonical says why).
+"""The reference LRU's abstraction pair, for ``policyspec prove``: reading
+the model state out of an ``LRUCachePolicy`` and making a fresh one hold a
+given state (spec/prove.md, "Hand-written pairs"). Kept beside, not inside,
+lru.py, so that the reference stays independent of the model it is checked
+against.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """A judged history (``history.judge.Verdict``) as a report of the same
-family as ``policyspec check``'s: the same ``Report``, so one CI gate reads
-both (its JSON, JUnit XML, HTML page and markdown summary), the check's
-``failures`` list among it.
-
-The report's profile names the gate (the first profile judged) and the
-others, ``core+lru+...``; each requirement of every profile judged has a
-status (FAIL at the first failure, PASS where the history exercised it,
-NOT TESTED where it did not); each profile's first failure is a failure
-whose trace is its window (``judge.window_case``: the state rebuilt, then
-the history's calls up to the failing one), drawn as a timeline in the
-HTML page; a breach of the caller contract is a failure too, under its
-predicate's name (the manager, not the policy, broke the contract).
+family as ``policyspec check``'s, so that one CI gate reads both (spec/history.md).
+Each profile's first failure is a failure whose trace is its window, and a
+breach of the caller contract is a failure too, under its predicate's name:
+the manager, not the policy, broke the contract.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The timeline of a failure: the state of every key at every step of its
-trace, computed from the recorded actions (``trace_record``) by stepping
-the core model (``model.step.ProfileModel``) with the victims each evict
-returned.
-
-A key is absent, in flight (``ref_cnt`` -1), idle (0, evictable) or being
-read (> 0), as spec/state.md defines them. Each step's column shows the
-keys after the step, as the model has them, with evict's victims marked;
-the last step is the failing one, and its column shows the keys as that
-step found them (what the policy did there broke the spec, so there is no
-"after" to show), with the victims it returned marked.
+"""The timeline of a failure: the state of every key (spec/state.md) at every
+step of its trace, computed by stepping the core model with the victims
+each evict returned, so a reader sees what the policy was holding. The last
+column shows the keys as the failing step found them: what the policy did
+there broke the spec, so there is no "after" to show.
 """
 
 from __future__ import annotations

@@ -1,27 +1,8 @@
-"""The verdict rule, written once: a run's requirement statuses and failures
-(and whether it was strict, stopped or had engine errors) give its verdict,
-a one-line reason and its exit code. ``policyspec check``, the pytest
-plugin, merged shards, ``--known-failing`` and vector replays all call
-``decide``, so a report read back or merged gets the verdict its run got.
-
-The rule, first match wins (spec/report.md, "Verdicts"):
-
-1. ``fail``: a MUST failed, or a SHOULD under ``--strict``, or a
-   ``--known-failing`` entry is stale. A failure found is a fact about the
-   policy, so it stands beside an engine error or an interruption.
-2. ``interrupted``: stopped before the end (what ran is reported).
-3. ``error``: an engine could not run to the end (a fault of the checker or
-   the run, not a verdict on the policy).
-4. ``incomplete``: no failure, but the time limit (``--time-limit``)
-   stopped the run before the work its budget asks for was done: what ran
-   passed, which is not a pass.
-5. ``unjudged``: no failure, but a MUST that applies to the policy stayed
-   n/a or not tested, so conformance was not shown. A requirement applies
-   unless the policy's API revision lacks the calls it needs (the request
-   hooks on R3) or the run's mode cannot observe it at all
-   (API-PROCESS-ALIVE without ``--isolate``); those stay a plain n/a or
-   not tested (``RequirementStatus.applies``).
-6. ``pass``.
+"""The verdict rule, written once (spec/report.md, "Verdicts"): a run's
+requirement statuses and failures give its verdict, a one-line reason and
+its exit code. ``policyspec check``, the pytest plugin, merged shards,
+``--known-failing`` and vector replays all call ``decide``, so a report
+read back or merged gets the verdict its run got.
 """
 
 from __future__ import annotations
@@ -89,7 +70,7 @@ def decide(
     stale: Sequence[str] = (),
     incomplete: str | None = None,
 ) -> Verdict:
-    """The verdict of a run (module text). ``failures`` are those that
+    """The verdict of a run (spec/report.md, "Verdicts"). ``failures`` are those that
     count (a ``--known-failing`` entry's are already taken out); ``stale``
     lists known-failing entries that pass now; ``incomplete`` says how much
     of its work a run the time limit stopped did (None: all of it)."""

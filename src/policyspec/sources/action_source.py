@@ -1,22 +1,11 @@
 """Random caller-legal actions, drawn straight from the model state.
 
 The engines that do not go through Hypothesis (fast random, metamorphic)
-use this: it only proposes actions that ``is_legal`` accepts, with weights
-that keep the cache busy (bursts of stores, reads in flight, evictions
-under pressure) and reach large states: with the default weights a cache of
-64 spends most of its time with 40+ keys, most of them idle and a few in
-flight or being read, because evictions come mostly when the cache is
-nearly full and take a few keys, and ``clear`` is rare.
-
-``next`` reads only ``state.refs`` (a mapping key -> ref_cnt) and
-``state.idle`` (a collection of idle keys), so it takes the pure model's
-``State`` as well as the fast engine's ``FastOracle``. It is cheap because
-the fast engine calls it for every action: a kind is one index into a
-table, keys are drawn by rejection sampling from the key pool (O(1) for
-dict-like ``refs``), and the source remembers the stores and loads it
-started, so that finishing one is O(1) too. What it remembers is only a
-hint, always checked against ``state.refs``: a state changed by someone
-else still gets legal actions.
+need legal actions cheaply, one per policy call, and states as large and
+busy as production's: this source proposes only actions ``is_legal``
+accepts, weighted to keep the cache nearly full with keys in flight and
+being read. What it remembers is only a hint, always checked against the
+state, so a state changed by someone else still gets legal actions.
 """
 
 from __future__ import annotations
@@ -289,14 +278,14 @@ class ActionSource:
         return ("clear",)
 
     # -- runs of one kind (draw): a compact Run, or None when the kind does
-    # not fit. The fast engine spends a third of its time here: measured
+    # not fit. The fast engine spends much of its time here: measured
     # choices between C-level helpers (filterfalse, islice) and list
     # comprehensions, whichever was faster.
 
     def _insert_run(self, state: StateView) -> Run | None:
         """Absent keys from a random start on (a request's new blocks). When
         they do not fit, the manager's eviction comes first: evict what is
-        missing, protecting the request's keys (CONTRACT C6)."""
+        missing, protecting the request's keys (spec/sources.md C6)."""
         refs = state.refs
         random_ = self.rng.random
         if random_() < 0.1:

@@ -1,19 +1,10 @@
 """The fast engine's driver: one policy and its oracle, action by action.
 
-Each handler takes a run of actions of one kind (``ActionSource.draw``),
-makes the manager's calls for them (``model.actions.expand``) on the policy,
-moves a ``FastOracle`` the same way, and checks what the calls returned:
-the exact (lru) or allowed (core) victims of every eviction, identity of
-returned blocks, ``get`` of every key an action named, ``ref_cnt`` of the
-blocks involved; ``sweep`` checks every present key and every block id.
-The first difference raises ``Difference``; the full harness judges it.
-
-Written for speed: plain loops wherever the policy is called (on CPython a
-call from Python code to the policy's Python method stays in the
-interpreter loop, one made from ``map`` goes through C and costs more;
-benchmarks/results.txt has the figures), trivial oracle writes (one dict
-entry) inline; the oracle's logic (touch order, victims, commits) stays in
-``FastOracle``.
+Each handler makes the manager's calls for a run of actions, moves a
+``FastOracle`` the same way and checks cheaply what the calls returned; the
+first difference raises ``Difference`` and the full harness judges it.
+Written for speed: plain loops wherever the policy is called (a call made
+through ``map`` costs more on CPython; measured: benchmarks/results.txt).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """A fast, mutable oracle: the core model's state, changed in place.
 
-The pure model (``policyspec.model.step``) copies its state on every step,
-which is right for a specification and for CrossHair but costs the fast
-engine more than the policy under test does. ``FastOracle`` holds the same
-state (``refs``: ref_cnt per present key; ``idle``: idle keys, least recent
-first, an OrderedDict) and changes it in O(1) per key. Its ``step`` is the
-model's interface (``ProfileModel.step``), in place; the fast driver makes
-the same changes inline, and tests/test_engine_fast.py checks the driver
-against the pure model on the same runs. Its idle order is the seed LRU's,
-so it is exact for a refinement that ``keeps_idle_order``.
+The pure model copies its state on every step, which is right for a
+specification and for CrossHair but costs the fast engine more than the
+policy under test does. ``FastOracle`` holds the same state and changes it
+in O(1) per key; tests/test_engine_fast.py holds it to the pure model. Its
+idle order is the seed LRU's, exact for a refinement that keeps it.
 """
 
 from __future__ import annotations

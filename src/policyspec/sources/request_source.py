@@ -1,27 +1,9 @@
 """Request traffic for the fast engine: the calls of vLLM 0.33's manager.
 
-Where the subject has the request hooks (capability ``hooks``, R8/R9), the
-manager works on requests (spec/request.md): a request's stores report the
-request's new misses (``on_store_miss``) and its first-seen keys
-(``on_request_access``) before anything is evicted or inserted, the inserts
-carry the request's context (R9), its loads report the first-seen keys
-after the pins, and it finishes once, with its keys head to tail, the keys
-it only inserted and the keys it reused. ``RequestSource`` draws that
-traffic as ``ActionSource`` draws the seed era's, and every action it draws
-is legal by ``model.actions.is_legal`` with the requests it opened.
-
-What the caller contract needs to know of the requests (which keys each one
-saw and missed in this cache generation, whether it finished) is kept here
-as plain sets, per example (``begin``): the source is the only caller of
-its requests, so unlike its hints about keys these records are exact. A
-store is three draws: the manager's lookups (get of every offered key) and
-the request's positions and hooks, then the eviction that makes room when
-the cache lacks it (every offered key protected; none when too few keys
-are idle, as the manager's fast-fail guard), then the inserts if there is
-room; what the eviction did decides the third, so each is drawn from the
-state the one before left. Clears start a new generation: the requests
-still open go on with fresh records. Every key is in KV-cache group 0
-(one group per finish).
+A policy with the request hooks is called by requests (spec/request.md),
+so ``RequestSource`` draws that traffic as ``ActionSource`` draws the seed
+era's; every action it draws is legal by ``model.actions.is_legal``. It is
+the only caller of its requests, so what it records of them is exact.
 """
 
 from __future__ import annotations
@@ -59,7 +41,7 @@ def position_of(key: int) -> int | None:
 
 
 class RequestSource(ActionSource):
-    """``ActionSource`` with request traffic (module text): stores are a
+    """``ActionSource`` with request traffic (spec/request.md): stores are a
     request's, loads report to their request, and requests finish."""
 
     def __init__(

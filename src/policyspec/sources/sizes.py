@@ -1,16 +1,9 @@
 """The sizes the random engines draw: from tiny to production-like, with the
-thresholds implementations switch at.
-
-A fault behind a size threshold (a bulk path for long key lists, a heap
-rebuilt when many keys change, a fixed-size buffer, a count compared with
-``is``, which CPython gets right only up to 256) never shows in a cache of
-64 blocks driven with calls of a few keys. So size is a dimension of every
-random engine: the Hypothesis engines draw a capacity per example (and
-bulk rules that reach it), the fast engine runs some long examples at
-production capacity, and the size engine (engines/size.py) builds its
-scenarios around these sizes. Each tuple lists sizes small first, so that
-Hypothesis, which shrinks a choice towards the first element, shrinks a
-size fault to the smallest size of the tuple that still shows it.
+thresholds implementations switch at (spec/sizes.md). A fault behind a size
+threshold never shows in a small cache driven with short calls, so size is
+a dimension of every random engine. Each tuple lists sizes small first,
+so that Hypothesis, which shrinks a choice towards the first element,
+shrinks a size fault to the smallest size that still shows it.
 """
 
 from __future__ import annotations
@@ -39,7 +32,7 @@ evict's n) of a large example."""
 FILL_MOST = 600
 """Most keys a Hypothesis example holds at once: the lockstep harness checks
 every block after every call, so filling a cache costs the square of its
-keys (0.03 s for 257 keys, 0.3 s for 1,025); capacities beyond it, and
+keys (measured: benchmarks/results.txt); capacities beyond it, and
 calls of thousands of keys (mostly keys not stored), still run. Longer
 fills are the fast engine's long runs and the size engine's."""
 

@@ -101,7 +101,7 @@ VLLM_CASES: tuple[Callable[[], Script], ...] = (
     vllm_policy_order, vllm_manager_scenario, vllm_already_stored, vllm_concurrent_loads,
 )
 
-# -- the bug catalogue (BUGS.md ids) -------------------------------------------------
+# -- the bug catalogue (spec/bugs.md ids) -------------------------------------------------
 
 _BUGS = "policyspec bug catalogue"
 

@@ -1,26 +1,9 @@
 """vLLM's ``CPUOffloadingManager`` as policyspec code, release by release
 (0.33.0 and 0.34.0): the caller a policy really has, reproduced call for
-call, without vLLM installed.
-
-``OffloadingManagerEmulation`` owns what the manager owns (the chunk pool,
-the idle and write-pending counters, the optional store-threshold tracker,
-each request's cache-access record kept in its ``ReqContext``) and calls the
-policy it is given in the order, with the argument values and the container
-types, that the release's manager uses; ``tests/test_vllm_differential.py``
-holds it to that against the real manager. Every write of a chunk's
-``ref_cnt`` goes through ``_write_ref_cnt``, which tells an optional
-``RefCntListener`` before and after, so that a harness can tell the
-manager's writes from a policy's.
-
-What 0.34.0 changed (CONTRACT.md section 6), behind ``release``: the
-manager has no ``touch``; the store threshold counts a key at most once per
-request (a retried or re-offered store of the same request is not another
-use, and is not counted as skipped again); a completed store's event
-carries the request's context and says its removal is expected.
-
-Clean room: written from the facts of CONTRACT.md sections 5 and 6 and the
-wheels' observable behaviour; vLLM's own checks (``assert`` in its code) are
-``ManagerAssertionError`` here, raised at the same points.
+call, without vLLM installed (spec/manager.md; spec/contract.md, R9 and
+R10). tests/test_vllm_differential.py holds it to the real manager. Clean
+room: written from those facts and the wheels' observable behaviour; vLLM's
+own ``assert`` checks are ``ManagerAssertionError`` here, at the same points.
 """
 
 from __future__ import annotations
@@ -129,7 +112,7 @@ def _check(condition: bool, message: str) -> None:
 
 class OffloadingManagerEmulation:
     """vLLM's ``CPUOffloadingManager`` of ``release`` (``RELEASES``) around a
-    given policy object (module doc). ``chunk_type`` builds new chunks
+    given policy object (spec/manager.md). ``chunk_type`` builds new chunks
     (vLLM's ``ChunkStatus`` layout; pass vLLM's own class to share its
     type). ``store_threshold`` of 2 or more turns the tracker on, as in
     vLLM."""
@@ -152,7 +135,7 @@ class OffloadingManagerEmulation:
         self.release = release
         self.counts_once = release != "0.33"
         """0.34.0: the threshold counts a key once per request, and store
-        events carry the request (module doc)."""
+        events carry the request (spec/manager.md)."""
         self.policy = policy
         self.num_chunks = num_chunks
         self.store_threshold = store_threshold
@@ -334,7 +317,7 @@ class OffloadingManagerEmulation:
 
     def prepare_store(self, keys: Collection[Any], req_context: Any) -> StoreOutput | None:
         """Make room for the offered keys that are not cached and insert
-        them in flight; None when there is no room (module doc)."""
+        them in flight; None when there is no room (spec/manager.md)."""
         offered = list(keys)
         record = self.request_record(req_context)
         counted: set[Any] = record.counted_keys if self.counts_once else set()

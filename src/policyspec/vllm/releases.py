@@ -1,5 +1,5 @@
 """The vLLM releases policyspec follows and the API revision each ships
-(CONTRACT.md sections 5 and 6), and which of them is installed here.
+(spec/contract.md, R9 and R10), and which of them is installed here.
 
 A policy that fits two revisions (one written for vLLM 0.33 that still
 defines ``touch`` also fits 0.34) is driven as the installed vLLM's

@@ -1,25 +1,10 @@
 """Request traffic for vLLM 0.33.0's offloading-manager interface: what its
 scheduler asks of a ``CPUOffloadingManager``, generated from a seed.
 
-``drive(manager, config)`` plays requests against any object with the
-manager's methods (the real ``CPUOffloadingManager`` or
-``policyspec.vllm.manager.OffloadingManagerEmulation``) and returns counts.
-Requests come in families that share a prefix; each has keys in several
-KV-cache groups (the second group holds only the tail, as a sliding window
-does), end-token positions on its ``ReqContext`` (for some requests a few
-are missing; stores may arrive out of prefix order, as SWA backfills do),
-lookups and a load of the cached prefix, several store batches (some
-offering already cached keys again), completions that succeed or fail and
-may arrive after the request finished, a finish, and now and then a
-``reset_cache``. At a reset, as vLLM's scheduler does, requests that ended
-unsignalled are finished first, transfers in flight are either completed
-before it or never completed at all (stale jobs), and running requests
-store again from their first chunk.
-
-The generator reacts only to what the manager answers, so two managers that
-behave alike receive the same calls. With ``two_threads`` each manager call
-runs, serialized under one lock, on the driving thread or on a second
-thread, chosen from the seed (as 0.33's tiering poll thread calls in).
+``drive`` plays it on the real manager or on the emulation alike, and the
+generator reacts only to what the manager answers, so two managers that
+behave alike receive the same calls: that is what the differential test
+compares (spec/development.md).
 """
 
 from __future__ import annotations
@@ -436,7 +421,7 @@ def drive(
     *,
     req_context_type: Callable[[str], Any] = ReqContext,
 ) -> TrafficCounts:
-    """Play ``config``'s traffic against ``manager`` (module doc). Requests'
+    """Play ``config``'s traffic against ``manager`` (spec/development.md). Requests'
     contexts are built as ``req_context_type(req_id)``: pass vLLM's
     ``ReqContext`` to drive the real manager."""
     return _Traffic(manager, config, req_context_type).run()

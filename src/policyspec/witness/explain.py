@@ -1,22 +1,12 @@
 """Naming the right requirement for an order difference.
 
 An exact profile notices a wrong order only when an eviction returns other
-victims than the refinement. The operation that really went wrong may have
-come much earlier (a touch that walked the wrong way, a mark that did not
-refresh recency). ``culprit`` replays each prefix of the minimal trace on a
-fresh policy and runs probes after it (each on its own replay: probes are
-destructive): caller actions, then one eviction compared with the
-refinement's. Without more knowledge the probes read the whole eviction
-order (evict(i) for every i, each on its own replay, compared as sets) and
-the first prefix whose order differs names its last operation through
-``refinement.culprit`` (or MARK-EVICTABLE-ELIGIBLE when a key just marked
-is not evictable at all). A refinement that is
-with a ``diagnosis()`` chooses its probes and reads their answers itself
-(``blame``), and may decline to blame an operation, so that the search
-goes on. A failure that disappears when the harness stops observing through
-``get`` is a side effect of get on the order, which the refinement names
-(``culprit("get")``: LRU-ORDER-KEPT, ARC-GET-NO-EFFECT); core asks only the
-SHOULD GET-PURE, an exact profile fails it.
+victims than the refinement, but the operation that went wrong (a touch
+that walked the wrong way, a mark that did not refresh recency) may have
+come much earlier. ``culprit`` replays each prefix of the minimal trace and
+probes the order after it, so the first prefix that differs names its last
+operation through the refinement, and a report blames the call a developer
+must fix.
 """
 
 from __future__ import annotations

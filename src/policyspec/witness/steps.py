@@ -1,15 +1,10 @@
 """A trace as a reader sees it: numbered steps, with long runs told once.
 
-A fault that shows only at a size (evict(257) counted with ``is``, a ring
-of 4,096 blocks) needs hundreds of stores before the step that fails, and
-the minimal trace cannot be shorter. Printed one per line they bury the
-steps that matter. A run of steps that differ only in a key number counting
-up by one (alone, or as a pair such as an insert and its store completing)
-is printed as one line that keeps the steps' numbers: "3-514. for k = 0 to
-255: insert key k ...; store of key k completes ...". Consecutive steps
-alike but for their key in another order (a request's stores completing)
-are one line too: "9-11. for k = 3, 4, 2: store of key k completes ...".
-The failing step is always printed on its own.
+A fault that shows only at a size needs hundreds of steps before the one
+that fails, and printed one per line they bury the steps that matter. So a
+run of steps that differ only in a key counting up (or in a permutation of
+keys) is one line that keeps the steps' numbers ("3-514. for k = 0 to
+255: insert key k ..."); the failing step is always printed on its own.
 """
 
 from __future__ import annotations

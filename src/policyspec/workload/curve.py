@@ -1,14 +1,8 @@
-"""The miss-ratio curve of ``policyspec simulate`` as SVG, written here
-(no plotting library): for each trace, the block miss ratio (1 - hit rate)
-of each policy against the cache size.
-
-The x axis is logarithmic when the sizes span a factor of ten or more,
-else linear; the y axis runs from 0 to the largest miss ratio rounded up to
-a tenth. Each policy has a colour of the Okabe-Ito palette (told apart
-with colour blindness) and a marker shape of its own, and is named in the
-legend, so the picture reads in grey too. The SVG has a ``<title>`` and a
-``<desc>`` listing every point, for screen readers; each point carries a
-``<title>`` (a tooltip) and ``data-`` attributes with its values.
+"""The miss-ratio curve of ``policyspec simulate`` as SVG, written here with
+no plotting library (spec/traffic.md, "Simulate"): for each trace, each
+policy's block miss ratio against the cache size. Colours, marker shapes
+and a text description make it read in grey, with colour blindness and
+with a screen reader.
 """
 
 from __future__ import annotations
@@ -61,7 +55,7 @@ def _marker(
 
 
 def miss_ratio_svg(title: str, series: Sequence[Series], *, ident: str = "curve") -> str:
-    """One chart (module doc); ``ident`` makes its element ids unique on a
+    """One chart (spec/traffic.md, "Simulate"); ``ident`` makes its element ids unique on a
     page that holds several."""
     sizes = sorted({size for s in series for size, _ in s.points})
     if not sizes:

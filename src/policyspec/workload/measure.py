@@ -1,15 +1,9 @@
 """What ``policyspec simulate`` measures of a policy besides its hits: the
-time of each call and the memory the policy holds.
-
-``TimedPolicy`` stands between the manager and the policy and times every
-call with ``time.perf_counter_ns`` (a call of microseconds on one busy
-thread: its wall time is its CPU time unless the scheduler takes the CPU
-away in the middle, which a time slice of milliseconds makes rare, below
-the 99th percentile). ``thread_time_ns`` would say CPU time exactly but
-costs ten times as much per reading, more than many calls. Times go into
-``Histogram``s of constant size, so a trace of any length is measured in
-constant memory. ``owned_bytes`` is the size of what the policy holds of
-its own.
+time of each call and the memory the policy holds (spec/traffic.md,
+"Simulate"). Calls are timed with ``time.perf_counter_ns``, which is far
+cheaper per reading than a CPU-time clock and equal to it for calls of
+microseconds; times go into histograms of constant size, so a trace of any
+length is measured in constant memory.
 """
 
 from __future__ import annotations
@@ -83,7 +77,7 @@ class Histogram:
 
 
 class TimedPolicy:
-    """The policy behind a clock (module doc): one ``Histogram`` per method
+    """The policy behind a clock (spec/traffic.md, "Simulate"): one ``Histogram`` per method
     the manager calls, and the evictions the policy refused."""
 
     def __init__(self, policy: Any) -> None:

@@ -1,33 +1,9 @@
 """A serving trace played as the calls vLLM's scheduler makes of its
 offloading manager (spec/traffic.md, "From a trace to manager calls").
 
-Time is the trace's (milliseconds, kept as whole microseconds), advanced
-from event to event; nothing reads a clock, so the same trace and timing
-give the same calls. Each request, from its arrival (or later, when
-``Timing.max_running`` requests are already running):
-
-1. ``on_new_request``, the end-token position of each of its blocks on its
-   ``ReqContext``, then ``lookup`` of its blocks head to tail until the first
-   miss. A hit still being stored (HIT_PENDING) defers the request: the
-   lookups are made again ``retry_ms`` later, as vLLM's scheduler retries a
-   deferred request.
-2. The hit prefix is loaded: ``prepare_load`` at once, ``complete_load``
-   when its transfer ends (``transfer_ms_per_block`` each).
-3. The rest is prefilled after the load, ``chunk_blocks`` blocks per step
-   (chunked prefill, ``prefill_tokens_per_ms``); at the end of each step the
-   blocks computed so far and not yet accepted are offered to
-   ``prepare_store``. A refused store (None) is offered again with the next
-   step, and after the last one every ``retry_ms`` until the request ends;
-   an accepted one completes (``complete_store``) when its transfer ends.
-4. Decoding takes ``decode_ms_per_token`` per output token; then a last
-   store attempt of anything not yet accepted, and ``on_request_finished``.
-   Transfers still under way complete after the finish, as in vLLM.
-
-Requests overlap as their times do; the trace is read one request ahead,
-so the memory held is that of the running requests, whatever the trace's
-length. The GPU's own prefix cache is not modelled: every block a request
-names is looked up in the CPU tier. Stores always succeed and there is no
-``reset_cache`` (a real trace records neither).
+Time is the trace's, advanced from event to event and never read from a
+clock, so the same trace gives the same calls; the trace is read one
+request ahead, so memory follows the running requests, not its length.
 """
 
 from __future__ import annotations
@@ -141,7 +117,7 @@ class _Running:
 
 
 class Player:
-    """One play of a trace against one manager (module doc). ``running``
+    """One play of a trace against one manager (spec/traffic.md). ``running``
     holds the requests started and not finished, by request id."""
 
     def __init__(
@@ -232,7 +208,7 @@ class Player:
             self._finish(running)
 
     def _lookup(self, running: _Running) -> None:
-        """The hit prefix (module doc, 1 and 2), then the prefill's plan."""
+        """The hit prefix (spec/traffic.md, steps 1 and 2), then the prefill's plan."""
         manager, context, counts = self.manager, running.context, self.counts
         hits = 0
         deferred = False
@@ -271,7 +247,7 @@ class Player:
         self._at(running.finish_us, _FINISH, running)
 
     def _store(self, running: _Running, upto: int, *, final: bool = False) -> None:
-        """Offer the computed keys not yet accepted (module doc, 3); a
+        """Offer the computed keys not yet accepted (spec/traffic.md, step 3); a
         refused offer of the last step is offered again later, until the
         ``final`` one at the finish."""
         if upto <= running.accepted:
@@ -295,7 +271,7 @@ class Player:
             self._at(done, _STORE_DONE, running, stored)
 
     def _finish(self, running: _Running) -> None:
-        """A last store attempt, then the finish (module doc, 4)."""
+        """A last store attempt, then the finish (spec/traffic.md, step 4)."""
         self._store(running, len(running.keys), final=True)
         running.finished = True
         self.counts.finishes += 1
@@ -314,6 +290,6 @@ def play(
     timing: Timing = Timing(),
     new_context: Callable[[str], Any] = ReqContext,
 ) -> PlayCounts:
-    """Play ``requests`` against ``manager`` (module doc): vLLM's real
+    """Play ``requests`` against ``manager`` (spec/traffic.md): vLLM's real
     ``CPUOffloadingManager`` (pass vLLM's ``ReqContext``) or an emulation."""
     return Player(manager, requests, timing=timing, new_context=new_context).run()

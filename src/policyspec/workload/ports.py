@@ -1,18 +1,8 @@
 """The policy object a trace's manager holds, for a policy of any API
-revision (spec/traffic.md, "Policies of other revisions").
-
-vLLM 0.33.0's manager calls a policy as R9 defines it. A policy of R9 is
-handed over as it is (the very object, as vLLM would hold it); one of R8
-through the seed adapter, which gives its ``insert`` the shape R9's manager
-calls; one of an earlier revision, which has no request hooks, as vLLM
-0.33.0 would run it had it been ported by deriving from 0.33's
-``CachePolicy`` and adding the request context to ``insert``: the base
-class's default hooks (a store miss touches the keys, a first access does
-nothing, a finish touches each key group) over its own ``touch``.
-
-Chunks are vLLM 0.33's ``ChunkStatus`` with ``block_id`` as an alias of
-``chunk_id``, so that a policy written for the older ``BlockStatus`` reads
-them too.
+revision (spec/traffic.md, "From a trace to manager calls"): an R9 policy as
+it is, an older one as vLLM 0.33.0 would run it had it been ported by
+deriving from 0.33's ``CachePolicy``, so that every revision can be played
+on the same traffic.
 """
 
 from __future__ import annotations
@@ -39,7 +29,7 @@ class Chunk(ChunkStatus):
 
 
 class DefaultHooks:
-    """A seed-API policy with vLLM 0.33's base-class hooks (module doc)."""
+    """A seed-API policy with vLLM 0.33's base-class hooks (spec/traffic.md)."""
 
     def __init__(self, policy: SeedPolicy) -> None:
         self.policy = policy
@@ -74,7 +64,7 @@ class DefaultHooks:
 
 def driven_policy(subject: Subject, capacity: int) -> Any:
     """A fresh policy of ``subject``, ready for the emulated 0.33 manager
-    (module doc)."""
+    (spec/traffic.md)."""
     built = subject.build(capacity)
     if subject.api in NATIVE:
         return unwrap(built)

@@ -1,20 +1,7 @@
 """Serving traces, read as a stream: one request per line, never the whole
-file in memory (spec/traffic.md, "Trace formats").
-
-Two line formats, told apart line by line by their fields:
-
-* Mooncake's FAST'25 release (``kvcache-ai/Mooncake``,
-  ``FAST25-release/traces/*.jsonl``): ``timestamp`` (ms), ``input_length``
-  and ``output_length`` (tokens), ``hash_ids`` (the request's 512-token
-  blocks, head to tail; equal ids are the same prefix block);
-* policyspec's own: ``time_ms``, ``blocks`` (ids, whole numbers or
-  strings, head to tail) and optionally ``output_tokens`` (default 0); the
-  input is ``len(blocks)`` blocks of ``BLOCK_TOKENS`` tokens.
-
-Requests must come in arrival order (a stream cannot be sorted). A line that
-breaks the format stops the reading with ``TraceFormatError``, one line
-naming the file, the line and the problem. Blank lines are skipped; a path
-ending in ``.gz`` is read through gzip.
+file in memory, so a trace of any length can be played (spec/traffic.md,
+"Trace formats"). A line that breaks the format stops the reading with
+``TraceFormatError``, one line naming the file, the line and the problem.
 """
 
 from __future__ import annotations
@@ -91,7 +78,7 @@ def _open(path: Path) -> io.BufferedIOBase:
 
 
 def read_trace(path: str | Path) -> Iterator[TraceRequest]:
-    """The requests of the trace at ``path``, one at a time (module doc).
+    """The requests of the trace at ``path``, one at a time (spec/traffic.md, "Trace formats").
     Raises ``TraceFormatError`` at the first bad line, ``OSError`` when the
     file cannot be read."""
     shown = str(path)

@@ -1,26 +1,11 @@
 """The bundled sample trace: synthetic serving traffic in Mooncake's JSONL
 format, generated here from a seed (spec/traffic.md, "The bundled sample").
 
-It is synthetic on purpose: public traces of real LLM serving are not ours
-to ship, so ``policyspec check``'s default budget plays this one, and real
-traces are read from the user's copy. It imitates what makes real traffic
-hard for a cache policy, in Mooncake's shape (hash ids numbered in order of
-first use, a block id shared exactly when the prefix up to it is):
-
-* shared prefixes: a few system prompts, chosen with Zipf skew, head most
-  requests; documents (retrieval) are read again and again by different
-  questions, the popular ones far more often;
-* conversations: a later turn repeats the previous turn's input and answer,
-  so its prefix is the earlier turn's full blocks (the earlier last block,
-  partly filled, is not: its content grew);
-* bursts: now and then several requests arrive within a few milliseconds
-  (a retry storm, a batch job), between Poisson arrivals;
-* long tails: prompt and answer lengths are log-normal.
-
-Only ``random.Random.random`` is drawn from (its sequence is stable across
-Python versions); everything else is arithmetic on it, so the same seed
-gives the same file. ``tests/test_workload_sample.py`` regenerates the
-bundled file and compares.
+Public traces of real serving are not ours to ship, so this one imitates
+what makes real traffic hard for a cache policy. Only
+``random.Random.random`` is drawn from (its sequence is stable across Python
+versions), so the same seed gives the same file;
+tests/test_workload_sample.py regenerates it and compares.
 """
 
 from __future__ import annotations

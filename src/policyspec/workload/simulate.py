@@ -1,19 +1,8 @@
-"""``policyspec simulate``'s measurements: traces played through policies
-at several cache sizes, one cell of the grid at a time (spec/traffic.md,
-"Simulate").
-
-A cell is one trace, one policy, one capacity: a fresh emulated manager of
-the policy's revision (``player.manager_class``) around the policy behind
-``measure.TimedPolicy``, the trace played to its end (``player.Player``).
-What it counts is deterministic (same trace and options, same numbers): the
-block hit rate and the blocks loaded, stored and evicted, the policy's
-refused evictions, the stores the manager refused, the policy's memory at
-the end (``measure.owned_bytes``). Its call times are measured, and differ
-from run to run; they are kept apart (``Cell.times``).
-
-The grid is traces x capacities x policies, in that order; ``--shard K/N``
-runs the cells whose index is K-1 modulo N, and ``merge`` puts the shards'
-cells back together, refusing shards of different campaigns.
+"""``policyspec simulate``'s measurements: traces played through policies at
+several cache sizes, one cell of the grid at a time (spec/traffic.md,
+"Simulate"). What a cell counts is deterministic (same trace and options,
+same numbers); its call times are measured and kept apart, so that shards
+and reruns compare on the counts.
 """
 
 from __future__ import annotations
@@ -95,7 +84,7 @@ class CellKey:
 
 @dataclass
 class Cell:
-    """One cell's outcome (module doc). ``times`` holds what differs from
+    """One cell's outcome (spec/traffic.md, "Simulate"). ``times`` holds what differs from
     run to run; everything else is deterministic."""
 
     index: int
@@ -218,7 +207,7 @@ def grid(
     traces: Sequence[TraceEntry], capacities: Sequence[int], policies: Sequence[PolicyEntry],
     shard: tuple[int, int] = (1, 1),
 ) -> list[CellKey]:
-    """The cells of this shard, in grid order (module doc)."""
+    """The cells of this shard, in grid order (spec/traffic.md, "Simulate")."""
     index, total = shard
     keys = []
     n = 0

@@ -1,18 +1,8 @@
 """What policyspec depends on in a vLLM, read with ``ast`` from its files:
-the *fingerprint* ``policyspec drift`` compares with the revisions it knows.
-
-It holds facts only, never code: ``CachePolicy``'s members
-(``cpu/policies/base.py``), each abstract or a default, with its parameter
-list and the ``self.`` methods and module helpers its body calls (a default
-that calls another method is part of the contract: 0.33.0's
-``on_store_miss`` calls ``touch``); the module helpers with the in-tree
-policies that use them; ``ChunkStatus``'s fields and members;
-``ReqContext``'s public fields, methods and properties (``base.py``); and
-which policy methods the managers call (``self._policy.<name>(...)`` in
-``CPUOffloadingManager`` and every class deriving from it, ``tiering/``
-included: ``callers``). Annotations of CachePolicy's parameters are not
-compared: the manager passes arguments positionally and policyspec types
-them ``Any``.
+the *fingerprint* ``policyspec drift`` compares with the revisions it knows
+(spec/drift.md, "What is compared"). It holds facts only, never code, so
+no line of vLLM runs; a default that calls another method is part of the
+contract and is recorded with its calls.
 """
 
 from __future__ import annotations

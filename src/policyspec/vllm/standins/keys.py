@@ -1,7 +1,7 @@
 """Stand-in contents of ``vllm.v1.kv_offload.base`` (and the older
 ``...abstract``), ``vllm.v1.core.kv_cache_utils`` and ``vllm.logger``.
 
-Written from the facts in CONTRACT.md: an ``OffloadKey`` is the block-hash
+Written from vLLM's ``kv_offload/base.py`` (spec/contract.md): an ``OffloadKey`` is the block-hash
 bytes followed by the KV group index as 4 big-endian unsigned bytes; a
 ``ReqContext`` carries the request id (and, since PR #51787, the end-token
 position of each key so policies can order a request's keys; vLLM 0.33.0

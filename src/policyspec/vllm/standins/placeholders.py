@@ -1,19 +1,9 @@
-"""Inert placeholders for the ``vllm.*`` names the stand-ins do not model.
-
-Real policy files often import more of vLLM than the policy needs (a spec
-class to register themselves, the manager module). While the file is being
-imported such names are inert: they can be subclassed, called, indexed and
-have attributes read. Once the load is over the placeholders are *armed*:
-using one while the policy is checked raises ``PlaceholderUsedError`` naming
-it, so a policy that really depends on an unmodelled part of vLLM fails with
-a message that says which part.
-
-A name the user keeps (``policyspec check --placeholder NAME``) stays inert
-for the whole check: any attribute, call, index or arithmetic on it does
-nothing and gives a placeholder back (orderings compare false, lengths are
-0), so a fork's ``PolicyStats`` built in ``__init__`` and counted in every
-method no longer stops the check; the report then says that its verdict
-holds with placeholders for those names.
+"""Inert placeholders for the ``vllm.*`` names the stand-ins do not model
+(spec/placeholders.md). Real policy files import more of vLLM than they
+need, so such names are inert while the file is imported; once the load is
+over they are armed, and a policy that really uses one fails with a message
+naming it. A name kept with ``--placeholder NAME`` stays inert for the
+whole check, and the report says the verdict holds with it.
 """
 
 from __future__ import annotations

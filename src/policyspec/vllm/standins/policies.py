@@ -1,18 +1,10 @@
 """Stand-in contents of ``vllm.v1.kv_offload.cpu.policies.base`` (and of the
 older homes of ``CachePolicy``: ``...policies.abstract``, R0, and
-``vllm.v1.kv_offload.cpu_manager``, R-1).
-
-``BlockStatus`` and ``ChunkStatus`` have vLLM's exact layout (a ctypes
-structure with ``ref_cnt`` int32 and a 64-bit id; built not ready, ref_cnt
--1). ``CachePolicy`` is one permissive ABC for every revision: the four
-methods every revision requires are abstract, and every hook a revision gives
-a default to has that default here, so a subclass written for any revision
-can be built. ``touch`` is abstract up to vLLM 0.33.0 (R9) and gone from
-0.34.0 (R10), so here it is not abstract; the defaults that touch (0.33's
-``on_store_miss`` and ``on_request_finished``) touch when the class defines
-``touch`` itself and do nothing otherwise, as 0.34.0's do. Which revision a
-class implements is decided by ``policyspec.adapters.revisions`` from the
-methods the class itself defines, never from these defaults.
+``vllm.v1.kv_offload.cpu_manager``, R-1), so that a policy file imports
+without vLLM. ``CachePolicy`` is one permissive base class for every
+revision (spec/contract.md): a subclass written for any of them can be
+built, and its revision is read from the methods it defines itself
+(``policyspec.adapters.revisions``), never from these defaults.
 """
 
 from __future__ import annotations
@@ -72,7 +64,7 @@ class ChunkStatus(ctypes.Structure):
 
 
 class CachePolicy(ABC):
-    """vLLM's policy ABC, as one superset of its revisions (module doc)."""
+    """vLLM's policy ABC, as one superset of its revisions (spec/contract.md)."""
 
     _policyspec_standin = _BASE_HOME
 
@@ -88,7 +80,7 @@ class CachePolicy(ABC):
     @abstractmethod
     def remove(self, key: Any) -> None: ...
 
-    # R-1 to R9; gone in R10 (module doc).
+    # R-1 to R9; gone in R10 (spec/contract.md).
     def touch(self, keys: Iterable[Any], *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(
             "touch is abstract up to vLLM 0.33.0 and gone from 0.34.0: this policy has none")
@@ -122,7 +114,7 @@ class CachePolicy(ABC):
         return None
 
     # R8: request-scoped recency; R6 and forks: a no-op with one argument.
-    # Up to R9 the default touches; R10's does nothing (module doc).
+    # Up to R9 the default touches; R10's does nothing (spec/contract.md).
     def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
         if self._touches():
             self.touch(keys, req_context)
