@@ -345,15 +345,18 @@ def play_in_turn(
     semantics: str,
     chunk_blocks: int = Timing.chunk_blocks,
     new_context: Callable[[str], Any] = ReqContext,
+    counts: PlayCounts | None = None,
 ) -> PlayCounts:
     """Play ``requests`` one after the other, each to its end before the
     next starts, with no time between calls (``SEMANTICS``: ``plain``,
     ``requests`` or ``batches``). Every store completes and every load ends
     before the next call, so nothing is ever in flight or pinned when a
-    policy is asked to evict, and a lookup never finds a block pending."""
+    policy is asked to evict, and a lookup never finds a block pending.
+    The counts go to ``counts`` when given, so that a caller still has
+    them when the policy stops the play."""
     if semantics not in ("plain", "requests", "batches"):
         raise ValueError(f"no play in turn for semantics {semantics!r}")
-    counts = PlayCounts()
+    counts = PlayCounts() if counts is None else counts
     batch = chunk_blocks if semantics == "batches" else 1
     for request in requests:
         counts.requests += 1
