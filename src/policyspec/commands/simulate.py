@@ -41,10 +41,10 @@ def add_parser(sub: Any) -> None:
         "simulate",
         help="play a serving trace through a policy and the in-tree LRU and ARC",
         description="Play a serving trace (Mooncake JSONL or policyspec's own format, "
-        "spec/traffic.md) through the emulated CPUOffloadingManager of the vLLM release "
-        "whose API TARGET (pkg.module:Class or path/to/file.py:Class) has: vLLM 0.34.0's for "
-        "an R10 policy, vLLM 0.33.0's for earlier revisions; the same for the in-tree LRU "
-        "and ARC of that release, at each cache size. Report the block hit rate, blocks "
+        "spec/traffic.md) through TARGET (pkg.module:Class or path/to/file.py:Class) and the "
+        "in-tree LRU and ARC of its revision, at each cache size, each policy driven by the "
+        "emulated CPUOffloadingManager of the vLLM release of its API revision: vLLM 0.34.0's "
+        "for an R10 policy, vLLM 0.33.0's for earlier revisions. Report the block hit rate, blocks "
         "loaded, stored and evicted, failed evictions, the time per policy call and the "
         "policy's memory, with a miss-ratio curve. Exit codes: 0 done (and the gate "
         "passed); 1 a policy stopped the play (raised, or broke the manager's checks: run "
