@@ -104,7 +104,7 @@ def _campaign(args: argparse.Namespace) -> Any:
     from policyspec.workload.player import Timing
     from policyspec.workload.reader import TraceFormatError
     from policyspec.workload.sample import sample_path
-    from policyspec.workload.simulate import Campaign, describe_trace, label_of, policies_for
+    from policyspec.workload.simulate import Campaign, describe_trace, gated_policies
 
     if args.requests == 0:
         raise UsageError("--requests must be at least 1")
@@ -121,8 +121,7 @@ def _campaign(args: argparse.Namespace) -> Any:
     if args.fail_under is not None and args.baseline is None:
         raise UsageError("--fail-under needs --baseline OTHER (the policy to compare with)")
     try:
-        chosen = policies_for(args.target, args.baseline)
-        baseline = label_of(chosen, args.baseline) if args.baseline is not None else None
+        chosen, baseline = gated_policies(args.target, args.baseline)
     except TargetError as exc:
         raise UsageError(str(exc)) from None
     paths = args.traces or [str(sample_path())]

@@ -59,6 +59,7 @@ __all__ = [
     "campaign_key",
     "describe_trace",
     "gate",
+    "gated_policies",
     "grid",
     "merge",
     "policies_for",
@@ -246,36 +247,43 @@ def policies_for(
     when one is given, then the in-tree policies of the revision whose
     manager plays the target; a policy of the same class as one listed
     before it is listed once, under the reference's label if it is one."""
+    return gated_policies(target, baseline)[0]
+
+
+def gated_policies(
+    target: str | None, baseline: str | None
+) -> tuple[list[tuple[PolicyEntry, Subject]], str | None]:
+    """``policies_for``'s list, and the label the baseline is listed under
+    (None without one)."""
     subject = load_subject(target) if target is not None else None
     references = REFERENCES.get(subject.api if subject is not None else "R9", REFERENCES["R9"])
     chosen: list[tuple[PolicyEntry, Subject]] = []
     classes: list[type] = []
+    names: list[str] = []
 
-    def add(label: str, name: str, found: Subject, relabel: bool) -> None:
+    def add(label: str, name: str, found: Subject, relabel: bool) -> int:
         own = _class_of(found)
-        if own in classes:
+        if own in classes or name in names:
+            index = classes.index(own) if own in classes else names.index(name)
             if relabel:
-                index = classes.index(own)
                 entry, kept = chosen[index]
                 chosen[index] = (PolicyEntry(label, entry.target, entry.api), kept)
-            return
+            return index
+        if any(entry.label == label for entry, _ in chosen):
+            label = name  # two files of one name: the whole target tells them apart
         classes.append(own)
+        names.append(name)
         chosen.append((PolicyEntry(label, name, found.api), found))
+        return len(chosen) - 1
 
     if target is not None and subject is not None:
         add(target.rsplit("/", 1)[-1], target, subject, False)
+    gated = None
     if baseline is not None:
-        add(baseline.rsplit("/", 1)[-1], baseline, load_subject(baseline), False)
+        gated = add(baseline.rsplit("/", 1)[-1], baseline, load_subject(baseline), False)
     for label, reference in references:
         add(label, reference, load_subject(reference), True)
-    return chosen
-
-
-def label_of(chosen: Sequence[tuple[PolicyEntry, Subject]], target: str) -> str:
-    """The label ``policies_for`` gave the policy loaded from ``target``
-    (its class, when it was listed under another's name)."""
-    own = _class_of(load_subject(target))
-    return next(entry.label for entry, subject in chosen if _class_of(subject) is own)
+    return chosen, None if gated is None else chosen[gated][0].label
 
 
 def _class_of(subject: Subject) -> type:
