@@ -11,6 +11,7 @@ on a trace of another shape."""
 
 from __future__ import annotations
 
+import html
 import json
 import random
 from pathlib import Path
@@ -149,12 +150,15 @@ def test_help_and_page_name_the_emulated_release(
     text = " ".join(capsys.readouterr().out.split())
     assert "vLLM 0.34.0's for an R10 policy, vLLM 0.33.0's for earlier revisions" in text
     assert "Exit codes: 0" in text and "1 a policy stopped" in text and "2 bad arguments" in text
-    for target, release in ((LRU034, "vLLM 0.34.0's CPUOffloadingManager"),
-                            ("policyspec.reference:ARCCachePolicy",
-                             "vLLM 0.33.0's CPUOffloadingManager")):
+    seed_lru = str(Path(__file__).parent / "correct" / "reference_lru.py") + ":Policy"
+    for target, manager, policy in (
+            (LRU034, "vLLM 0.34.0's CPUOffloadingManager (emulated)",
+             "reference LRU = policyspec.reference:LRU034CachePolicy (R10, vLLM 0.34.0's"),
+            (seed_lru, "vLLM 0.33.0's and vLLM 0.34.0's CPUOffloadingManager (emulated)",
+             "reference_lru.py:Policy = " + seed_lru + " (R3, vLLM 0.33.0's")):
         page = tmp_path / "page.html"
         assert main(["simulate", target, "--requests", "20", "--capacity", "16", "-q",
                      "--html-report", str(page)]) == 0
-        html = page.read_text()
-        assert release in html
-        assert "0.34.0" in html if "0.34" in release else "0.34.0" not in html
+        facts = html.unescape(page.read_text())
+        assert f"<dt>manager</dt><dd>{manager}, store threshold 1</dd>" in facts
+        assert policy in facts

@@ -203,7 +203,9 @@ def campaign_page(campaign: Campaign) -> str:
         ("traces", "; ".join(f"{_trace_name(t.path)}: {t.requests:,} requests, "
                              f"{t.blocks:,} blocks (sha256 {t.sha256[:12]})"
                              for t in campaign.traces)),
-        ("policies", "; ".join(f"{p.label} = {p.target} ({p.api})" for p in campaign.policies)),
+        ("policies", "; ".join(f"{p.label} = {p.target} ({p.api}, vLLM "
+                               f"{manager_release(p.api)}'s manager)"
+                               for p in campaign.policies)),
         ("cache sizes", ", ".join(f"{c:,}" for c in campaign.capacities)),
         ("manager", _manager_fact(campaign)),
         ("timing", f"prefill {timing.prefill_tokens_per_ms:g} tokens/ms, decode "
@@ -228,6 +230,9 @@ def campaign_page(campaign: Campaign) -> str:
     errors = "".join(f"<li>{esc(c.policy)} at {c.capacity:,} blocks: {esc(c.error)}</li>"
                      for c in campaign.cells if c.error)
     gate_html = _gate_html(campaign)
+    hits = ("every block found, each block a request of its own (--semantics plain)"
+            if campaign.semantics == "plain" else "the hit prefix of each request, up to its "
+            "first miss")
     target = next((p.target for p in campaign.policies if not p.label.startswith("reference")),
                   campaign.policies[0].target if campaign.policies else "")
     page = (
@@ -237,13 +242,13 @@ def campaign_page(campaign: Campaign) -> str:
         "<h2>Miss-ratio curves</h2>" + charts +
         "<h2>Per cache size</h2>"
         '<div class="scroll"><table class="simulate">'
-        "<caption>Each policy at each cache size: blocks loaded are the hit prefix of each "
-        "request, read back from the CPU tier</caption>"
+        f"<caption>Each policy at each cache size: blocks loaded are {hits}, read back from "
+        "the CPU tier</caption>"
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
         + (f"<h2>Stopped</h2><ul class=\"plain\">{errors}</ul>" if errors else "") +
         "<h2>How to read it</h2><ul class=\"plain\">"
         "<li>The block hit rate is the share of the blocks the requests named that were "
-        "loaded from the CPU tier (each request's prefix, up to its first miss). Everything "
+        f"loaded from the CPU tier ({hits}). Everything "
         "but the times is the same on every run of the same trace and options.</li>"
         "<li>Failed evictions are <code>evict</code> calls the policy answered with None; "
         "stores refused are <code>prepare_store</code> calls the manager answered with None "
