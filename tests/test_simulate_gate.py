@@ -173,3 +173,29 @@ def test_a_baseline_needs_a_target(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--baseline", LRU034, "--requests", "5", "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--baseline needs a TARGET" in err[0]
+
+
+BROKEN = '''
+from policyspec.reference import LRU034CachePolicy
+
+
+class Policy(LRU034CachePolicy):
+    def evict(self, n, protected):
+        raise RuntimeError("out of ideas")
+'''
+
+
+@pytest.mark.parametrize("semantics", ["vllm", "plain"])
+def test_a_target_that_stops_the_play_fails_the_gate_at_that_size(
+        tmp_path: Path, semantics: str) -> None:
+    broken = write(tmp_path, "broken.py", BROKEN)
+    code, data = run(tmp_path, broken, "--baseline", LRU034, "--fail-under", "0.01",
+                     "--semantics", semantics)
+    assert code == 1 and data["gate_verdict"] == "fail"
+    stopped = {c["capacity"] for c in data["cells"] if c["error"]}
+    assert stopped  # evictions start within 150 requests at 32 blocks at least
+    for row in data["gate"]:
+        assert (row["passed"], row["ratio"] is None) == (
+            (False, True) if row["capacity"] in stopped else (True, False))
+    suite = ElementTree.parse(tmp_path / "gate.xml").getroot()
+    assert int(suite.get("errors", "0")) == len(stopped)
