@@ -130,7 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "with --write, replace the copy between its markers on a page.")
     parser.add_argument("--write", metavar="PAGE", help="the page to rewrite (spec/traffic.md)")
     args = parser.parse_args(argv)
-    table = ladder_markdown()
+    try:
+        table = ladder_markdown()
+    except ImportError:
+        print("the table compares with libCacheSim, which is not installed "
+              "(pip install -e '.[test]')", file=sys.stderr)
+        return 2
     if args.write is None:
         sys.stdout.write(table)
         return 0
