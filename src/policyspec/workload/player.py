@@ -4,6 +4,8 @@ offloading manager (spec/traffic.md, "From a trace to manager calls").
 Time is the trace's, advanced from event to event and never read from a
 clock, so the same trace gives the same calls; the trace is read one
 request ahead, so memory follows the running requests, not its length.
+``play_in_turn`` switches some of the manager's mechanisms off (``SEMANTICS``)
+to tell a gap from a plain simulator's numbers from a bug.
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from policyspec.workload.reader import BLOCK_TOKENS, TraceRequest, block_key
 
 __all__ = [
     "MANAGERS",
+    "SEMANTICS",
     "PlayCounts",
     "Player",
     "Timing",
     "manager_class",
+    "manager_release",
     "play",
+    "play_in_turn",
 ]
 
 MANAGERS: dict[str, Callable[..., Any]] = {
@@ -38,6 +43,31 @@ MANAGERS: dict[str, Callable[..., Any]] = {
 request hooks: vLLM 0.33.0's for R9 (and R8, whose hooks it also calls),
 vLLM 0.34.0's (no touch) for R10. A release's manager is added here under
 its revision."""
+
+
+RELEASE_OF: dict[str, str] = {"R10": "0.34.0"}
+"""The vLLM release whose manager ``MANAGERS`` holds for a revision, where
+it is not 0.33.0's."""
+
+SEMANTICS: dict[str, str] = {
+    "plain": "every block a request of its own, looked up; a miss inserts it, evicting one "
+             "block when the cache is full; nothing in flight",
+    "requests": "each trace request one request (its context and hooks); lookups stop at "
+                "the first miss and the hit prefix is loaded; the rest is stored block by "
+                "block; nothing in flight",
+    "batches": "as requests, but the rest is offered to prepare_store chunk_blocks at a time "
+               "(all offered keys protected, one evict call for the shortfall)",
+    "vllm": "the manager played in time (Player): requests overlap, loads and stores take "
+            "time, blocks in flight are pinned, lookups of them deferred",
+}
+"""How a trace is played, plainest first; each adds one of the manager's
+mechanisms to the one before, and ``vllm`` is the whole of it (the
+default)."""
+
+
+def manager_release(api: str) -> str:
+    """The vLLM release whose manager plays a policy of revision ``api``."""
+    return RELEASE_OF.get(api, "0.33.0")
 
 
 def manager_class(api: str) -> Callable[..., Any]:
@@ -277,6 +307,80 @@ class Player:
         self.counts.finishes += 1
         self.manager.on_request_finished(running.context)
         del self.running[running.context.req_id]
+
+
+def play_in_turn(
+    manager: ManagerInterface,
+    requests: Iterable[TraceRequest],
+    *,
+    semantics: str,
+    chunk_blocks: int = Timing.chunk_blocks,
+    new_context: Callable[[str], Any] = ReqContext,
+    counts: PlayCounts | None = None,
+) -> PlayCounts:
+    """Play ``requests`` one after the other, each to its end before the
+    next starts, with no time between calls (``SEMANTICS``: ``plain``,
+    ``requests`` or ``batches``). Every store completes and every load ends
+    before the next call, so nothing is ever in flight or pinned when a
+    policy is asked to evict, and a lookup never finds a block pending.
+    The counts go to ``counts`` when given, so that a caller still has
+    them when the policy stops the play."""
+    if semantics not in ("plain", "requests", "batches"):
+        raise ValueError(f"no play in turn for semantics {semantics!r}")
+    counts = PlayCounts() if counts is None else counts
+    batch = chunk_blocks if semantics == "batches" else 1
+    for request in requests:
+        counts.requests += 1
+        keys = [block_key(block) for block in request.blocks]
+        counts.blocks += len(keys)
+        req_id = f"trace-{counts.requests}-line-{request.line}"
+        if semantics == "plain":
+            for index, key in enumerate(keys):
+                context = new_context(f"{req_id}-block-{index}")
+                context.set_offload_key_position(key, BLOCK_TOKENS * (index + 1))
+                _in_turn(manager, context, [key], counts, 1)
+        else:
+            context = new_context(req_id)
+            for index, key in enumerate(keys):
+                context.set_offload_key_position(key, BLOCK_TOKENS * (index + 1))
+            _in_turn(manager, context, keys, counts, batch)
+    return counts
+
+
+def _in_turn(
+    manager: ManagerInterface, context: Any, keys: list[bytes], counts: PlayCounts, batch: int
+) -> None:
+    """One request from its start to its finish, with no time passing."""
+    counts.most_running = 1
+    manager.on_new_request(context)
+    hits = 0
+    for key in keys:
+        counts.lookups += 1
+        if _name(manager.lookup(key, context)) == "MISS":
+            break
+        hits += 1
+    if hits:
+        loaded = keys[:hits]
+        manager.prepare_load(loaded, context)
+        counts.loads += 1
+        counts.hit_blocks += hits
+        manager.complete_load(loaded, context)
+    accepted = hits
+    for upto in range(hits + batch, len(keys) + batch, batch):
+        upto = min(upto, len(keys))
+        counts.stores += 1
+        output = manager.prepare_store(keys[accepted:upto], context)
+        if output is None:
+            counts.stores_refused += 1  # offered again with the next batch, as the Player does
+            continue
+        accepted = upto
+        stored = list(output.keys_to_store)
+        counts.blocks_stored += len(stored)
+        counts.blocks_evicted += len(output.evicted_keys)
+        if stored:
+            manager.complete_store(stored, context)
+    counts.finishes += 1
+    manager.on_request_finished(context)
 
 
 def _name(result: Any) -> str:

@@ -2,7 +2,8 @@
 several cache sizes, one cell of the grid at a time (spec/traffic.md,
 "Simulate"). What a cell counts is deterministic (same trace and options,
 same numbers); its call times are measured and kept apart, so that shards
-and reruns compare on the counts.
+and reruns compare on the counts. ``semantics`` chooses how much of the
+manager plays the trace; a ``baseline`` makes the campaign a gate.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from policyspec.adapters.seed import unwrap
 from policyspec.subject import Subject
 from policyspec.vllm import standins
 from policyspec.workload.measure import TimedPolicy, owned_bytes
-from policyspec.workload.player import Player, Timing, manager_class
+from policyspec.workload.player import SEMANTICS, Player, Timing, manager_class, play_in_turn
 from policyspec.workload.ports import Chunk, driven_policy
 from policyspec.workload.reader import read_trace
 
@@ -33,10 +34,13 @@ __all__ = [
     "Campaign",
     "Cell",
     "CellKey",
+    "GateRow",
     "PolicyEntry",
     "TraceEntry",
     "campaign_key",
     "describe_trace",
+    "gate",
+    "gated_policies",
     "grid",
     "merge",
     "policies_for",
@@ -107,6 +111,21 @@ class Cell:
     times: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class GateRow:
+    """The target beside the baseline on one trace at one size. ``ratio``
+    is the target's hit rate over the baseline's (None when the baseline
+    hit nothing, or a cell stopped); ``passed`` is None without a
+    ``fail_under``, and False when either cell stopped."""
+
+    trace: str
+    capacity: int
+    target_hit_rate: float
+    baseline_hit_rate: float
+    ratio: float | None
+    passed: bool | None
+
+
 @dataclass
 class Campaign:
     """Everything ``policyspec simulate`` reports (``SCHEMA``)."""
@@ -119,6 +138,18 @@ class Campaign:
     request_limit: int | None
     shard: tuple[int, int]
     cells: list[Cell]
+    semantics: str = "vllm"
+    baseline: str | None = None
+    """The label of the policy the target (the first policy) is gated on."""
+    fail_under: float | None = None
+    """The target fails at a size where its hit rate is below this times
+    the baseline's."""
+
+    def gate_verdict(self) -> str | None:
+        """``pass``, ``fail``, or None when there is no ``fail_under``."""
+        if self.baseline is None or self.fail_under is None:
+            return None
+        return "fail" if any(row.passed is False for row in gate(self)) else "pass"
 
     def to_json(self) -> dict[str, Any]:
         from policyspec import __version__
@@ -135,6 +166,11 @@ class Campaign:
             "shard": list(self.shard),
             "cells_total": len(self.traces) * len(self.capacities) * len(self.policies),
             "cells": [asdict(c) for c in self.cells],
+            "semantics": self.semantics,
+            "baseline": self.baseline,
+            "fail_under": self.fail_under,
+            "gate": [asdict(row) for row in gate(self)],
+            "gate_verdict": self.gate_verdict(),
         }
 
     @classmethod
@@ -148,6 +184,9 @@ class Campaign:
             request_limit=data["request_limit"],
             shard=(int(data["shard"][0]), int(data["shard"][1])),
             cells=[Cell(**c) for c in data["cells"]],
+            semantics=str(data.get("semantics", "vllm")),
+            baseline=data.get("baseline"),
+            fail_under=data.get("fail_under"),
         )
 
 
@@ -161,6 +200,9 @@ def campaign_key(data: dict[str, Any]) -> tuple[Any, ...]:
         data["store_threshold"],
         data["request_limit"],
         data["shard"][1],
+        data.get("semantics", "vllm"),
+        data.get("baseline"),
+        data.get("fail_under"),
     )
 
 
@@ -179,28 +221,81 @@ def describe_trace(path: str, limit: int | None) -> TraceEntry:
     return TraceEntry(path, requests, blocks, digest.hexdigest())
 
 
-def policies_for(target: str | None) -> list[tuple[PolicyEntry, Subject]]:
-    """The target (``TargetError`` when it does not load), then the in-tree
-    policies of the revision whose manager plays it; a target that is one
-    of them is listed once, under the reference's label."""
+def policies_for(
+    target: str | None, baseline: str | None = None
+) -> list[tuple[PolicyEntry, Subject]]:
+    """The target (``TargetError`` when it does not load), the baseline
+    when one is given, then the in-tree policies of the revision whose
+    manager plays the target; a policy of the same class as one listed
+    before it is listed once, under the reference's label if it is one."""
+    return gated_policies(target, baseline)[0]
+
+
+def gated_policies(
+    target: str | None, baseline: str | None
+) -> tuple[list[tuple[PolicyEntry, Subject]], str | None]:
+    """``policies_for``'s list, and the label the baseline is listed under
+    (None without one)."""
     subject = load_subject(target) if target is not None else None
     references = REFERENCES.get(subject.api if subject is not None else "R9", REFERENCES["R9"])
     chosen: list[tuple[PolicyEntry, Subject]] = []
-    own: type | None = None
+    classes: list[type] = []
+    names: list[str] = []
+
+    def add(label: str, name: str, found: Subject, relabel: bool) -> int:
+        own = _class_of(found)
+        if own in classes or name in names:
+            index = classes.index(own) if own in classes else names.index(name)
+            if relabel:
+                entry, kept = chosen[index]
+                chosen[index] = (PolicyEntry(label, entry.target, entry.api), kept)
+            return index
+        if any(entry.label == label for entry, _ in chosen):
+            label = name  # two files of one name: the whole target tells them apart
+        classes.append(own)
+        names.append(name)
+        chosen.append((PolicyEntry(label, name, found.api), found))
+        return len(chosen) - 1
+
     if target is not None and subject is not None:
-        own = _class_of(subject)
-        chosen.append((PolicyEntry(target.rsplit("/", 1)[-1], target, subject.api), subject))
+        add(target.rsplit("/", 1)[-1], target, subject, False)
+    gated = None
+    if baseline is not None:
+        gated = add(baseline.rsplit("/", 1)[-1], baseline, load_subject(baseline), False)
     for label, reference in references:
-        found = load_subject(reference)
-        if own is not None and subject is not None and _class_of(found) is own:
-            chosen[0] = (PolicyEntry(label, chosen[0][0].target, subject.api), subject)
-            continue
-        chosen.append((PolicyEntry(label, reference, found.api), found))
-    return chosen
+        add(label, reference, load_subject(reference), True)
+    return chosen, None if gated is None else chosen[gated][0].label
 
 
 def _class_of(subject: Subject) -> type:
     return type(unwrap(subject.build(4)))
+
+
+def gate(campaign: Campaign) -> list[GateRow]:
+    """The target (the first policy) beside ``campaign.baseline`` on each
+    trace at each size whose two cells were played here (all of them, but
+    in a shard), in grid order; empty without a baseline. The comparison
+    is of blocks hit, exact: both cells named the same blocks."""
+    if campaign.baseline is None or not campaign.policies:
+        return []
+    target = campaign.policies[0].label
+    cells = {(c.trace, c.capacity, c.policy): c for c in campaign.cells}
+    rows = []
+    for trace in campaign.traces:
+        for capacity in campaign.capacities:
+            mine = cells.get((trace.path, capacity, target))
+            other = cells.get((trace.path, capacity, campaign.baseline))
+            if mine is None or other is None:
+                continue
+            stopped = mine.error is not None or other.error is not None
+            ratio = (None if stopped or other.hit_blocks == 0
+                     else round(mine.hit_blocks / other.hit_blocks, 6))
+            passed = None
+            if campaign.fail_under is not None:
+                passed = not stopped and mine.hit_blocks >= campaign.fail_under * other.hit_blocks
+            rows.append(GateRow(trace.path, capacity, mine.hit_rate, other.hit_rate, ratio,
+                                passed))
+    return rows
 
 
 def grid(
@@ -222,18 +317,25 @@ def grid(
 
 def _run_cell(
     key: CellKey, trace: TraceEntry, policy: PolicyEntry, subject: Subject, timing: Timing,
-    store_threshold: int, limit: int | None,
+    store_threshold: int, limit: int | None, semantics: str = "vllm",
 ) -> Cell:
+    if semantics not in SEMANTICS:
+        raise ValueError(f"unknown semantics {semantics!r} (one of {', '.join(SEMANTICS)})")
     cell = Cell(key.index, trace.path, policy.label, key.capacity)
     started = time.process_time()
     timed = TimedPolicy(driven_policy(subject, key.capacity))
     manager = manager_class(subject.api)(timed, key.capacity, store_threshold=store_threshold,
                                          chunk_type=Chunk)
-    requests = read_trace(trace.path)
-    player = Player(manager, islice(requests, limit) if limit is not None else requests,
-                    timing=timing, new_context=_context_type())
+    read = read_trace(trace.path)
+    requests = islice(read, limit) if limit is not None else read
+    player = Player(manager, requests, timing=timing, new_context=_context_type())
     try:
-        counts = player.run()
+        if semantics == "vllm":
+            counts = player.run()
+        else:
+            counts = play_in_turn(manager, requests, semantics=semantics,
+                                  chunk_blocks=timing.chunk_blocks,
+                                  new_context=_context_type(), counts=player.counts)
     except Exception as exc:  # the policy's fault, or the manager's check of it
         counts = player.counts
         cell.error = (f"after {counts.requests:,} requests: {type(exc).__name__}: {exc}"
@@ -301,7 +403,7 @@ def _work(key: CellKey) -> Cell:
     with standins.installed():
         return _run_cell(key, campaign.traces[key.trace], policy,
                          _WORK["subjects"][policy.label], campaign.timing,
-                         campaign.store_threshold, campaign.request_limit)
+                         campaign.store_threshold, campaign.request_limit, campaign.semantics)
 
 
 def run_cells(
