@@ -219,6 +219,12 @@ class Outcome:
     runs: list[Run]
     difference: Difference | None
     calls: int
+    soft: Difference | None = None
+    """The first SHOULD difference, when the scenario showed no MUST one."""
+
+    def shows(self, requirement: str) -> bool:
+        return any(d is not None and d.requirement == requirement
+                   for d in (self.difference, self.soft))
 
 
 class Player:
@@ -259,6 +265,7 @@ class Player:
         runs: list[Run] = []
         kinds: dict[str, int] = {}
         difference: Difference | None = None
+        soft: Difference | None = None
         watch.op = ENGINE
         outer = driver.environment.enter()
         try:
@@ -273,6 +280,7 @@ class Player:
                     if found.requirement in self.must:
                         raise
                     current_sightings().saw(found.requirement, driver.calls)
+                    soft = soft or found
                     done = len(actions_of(run))
                 kinds[kind] = kinds.get(kind, 0) + done
             watch.restart()
@@ -292,7 +300,7 @@ class Player:
             from collections import Counter
 
             count_checks(self.checked, driver, Counter(kinds))
-        return Outcome(runs, difference, driver.calls)
+        return Outcome(runs, difference, driver.calls, None if difference else soft)
 
     def _lockstep(self, scenario: Scenario, capacity: int, count: bool) -> Outcome:
         harness = Lockstep(self.subject, self.profile, capacity, observe=False)
@@ -312,10 +320,12 @@ class Player:
                                     "time limit")
         if count and difference is None:
             self.checked.checked.update(harness.checked)
+        soft = None
         if difference is None and harness.soft:
-            soft = harness.soft[0]
-            current_sightings().saw(soft.requirement, harness.calls)
-        return Outcome(runs, difference, harness.calls)
+            first = harness.soft[0]
+            current_sightings().saw(first.requirement, harness.calls)
+            soft = Difference(first.requirement, first.message)
+        return Outcome(runs, difference, harness.calls, soft)
 
 
 def _brief(run: Run) -> str:
@@ -349,8 +359,7 @@ def shrink_scenario(player: Player, scenario: Scenario, requirement: str) -> Sce
     that still shows ``requirement`` first."""
 
     def still(candidate: Scenario) -> bool:
-        found = player.play(candidate).difference
-        return found is not None and found.requirement == requirement
+        return player.play(candidate).shows(requirement)
 
     def shorter(at: Scenario) -> Scenario:
         return _with(at, length=_smallest(lambda n: still(_with(at, length=n)), at.length))
@@ -407,6 +416,7 @@ def run_size(
     left = round(units * (RATE if player.fast else RATE_LOCKSTEP))
     """Keys of scenario work left (``_work``)."""
     index = skipped = 0
+    pending: tuple[Scenario, Difference] | None = None
     while (run.examples < examples) if examples is not None else left > 0:
         if capped(cap):
             run.capped = True
@@ -428,6 +438,8 @@ def run_size(
         run.examples += 1
         largest = max(largest, scenario.capacity(player.fixed))
         found = outcome.difference
+        if found is None and outcome.soft is not None and pending is None:
+            pending = (scenario, outcome.soft)  # judged at the end when no MUST shows
         if found is not None:
             sightings.saw(found.requirement, outcome.calls)
             if found.requirement in COSTLY:
@@ -441,6 +453,9 @@ def run_size(
             break
         if sightings.stopped():
             break
+    if pending is not None and not run.findings and not run.error:
+        # A SHOULD only a size shows is reported too: no other engine plays it.
+        _judge(run, player, pending[0], pending[1], cap)
     run.planned = run.examples + run.capped  # a capped run had one more to play, at least
     run.counts["largest_capacity"] = largest  # run_details says it, once per engine
     run.seconds = monotonic() - started
