@@ -27,7 +27,6 @@ from policyspec.profiles import Profile, get_profile
 from policyspec.reports.build import assemble
 from policyspec.reports.report import Report
 from policyspec.reports.run_details import run_details
-from policyspec.reports.verdict import decide
 from policyspec.run.budget import units_of
 from policyspec.subject import Subject
 from policyspec.workers import Item, available_cores, forks, plan, run_items
@@ -184,7 +183,8 @@ def run_check(
                 tries=round(max(MIN_MINIMISE_UNITS, units) * MINIMISE_TRIES))
             report = assemble(subject, profile, runs, failures, seed=options.seed,
                               strict=options.strict, capacity=options.capacity,
-                              seconds=time.monotonic() - started, cap=cap)
+                              seconds=time.monotonic() - started, cap=cap,
+                              interrupted=interrupted)
     if subject.work_scale != 1:
         report.notes.append(
             f"every policy call crosses a pipe: the budget's {units_of(options.budget):g} work "
@@ -203,9 +203,6 @@ def run_check(
     if not enforced and options.call_timeout > 0:
         report.notes.append("the call time limit was not enforced (not on the main thread)")
     if interrupted:
-        decided = decide(report.requirements, report.failures, strict=options.strict,
-                         errors=report.errors, interrupted=True)
-        report.verdict, report.verdict_reason = decided.name, decided.reason
         report.notes.append("interrupted before the end: engines that ran: "
                             + (", ".join(r.engine for r in runs) or "none"))
     return report

@@ -1,0 +1,242 @@
+"""One verdict rule for every command: ``prove`` judges its obligations by
+``policyspec.reports.verdict.decide`` as ``check`` judges requirements, so it
+can say unjudged, incomplete and interrupted; an interrupted check is
+assembled as one, not patched afterwards; and no command writes an exit
+code of its own."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from policyspec import exits
+from policyspec.cli import main
+from policyspec.prove import crosshair_run
+from policyspec.prove.crosshair_run import (
+    CONFIRMED,
+    COUNTEREXAMPLE,
+    ERROR,
+    INTERRUPTED,
+    NOT_CONFIRMED,
+    SKIPPED,
+    STOPPED,
+    Budget,
+    Job,
+    run_jobs,
+)
+from policyspec.prove.findings import Finding
+from policyspec.prove.proof_report import ObligationResult, ProofReport
+from policyspec.reports import verdict as rule
+from policyspec.reports.report import load_report
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "policyspec"
+REFERENCE = "policyspec.reference:LRUCachePolicy"
+
+
+def _proof(*statuses: str, finding: bool = False, strict: bool = False) -> ProofReport:
+    report = ProofReport("t", "m", ["b"], Budget(10, len(statuses), 1), target=REFERENCE,
+                         profile="lru", api="R3", strict=strict)
+    report.results = [ObligationResult(f"op{i}", status, 1.0, 5.0, 1, 0)
+                      for i, status in enumerate(statuses)]
+    if finding:
+        # A hand-written pair's counterexample: no minimised trace, yet counted.
+        report.findings = [Finding("op0", "EVICT-UNPROTECTED", ["story"], "def test(): ...",
+                                   True, "the pair")]
+    return report
+
+
+@pytest.mark.parametrize("statuses, finding, verdict, code", [
+    ((CONFIRMED, CONFIRMED), False, rule.PASS, exits.EXIT_CONFORMS),
+    ((CONFIRMED, NOT_CONFIRMED), False, rule.UNJUDGED, exits.EXIT_UNJUDGED),
+    ((NOT_CONFIRMED,), False, rule.UNJUDGED, exits.EXIT_UNJUDGED),
+    ((CONFIRMED, STOPPED), False, rule.INCOMPLETE, exits.EXIT_INCOMPLETE),
+    ((NOT_CONFIRMED, STOPPED), False, rule.INCOMPLETE, exits.EXIT_INCOMPLETE),
+    ((CONFIRMED, ERROR), False, rule.ERROR, exits.EXIT_USAGE),
+    ((ERROR, STOPPED), False, rule.ERROR, exits.EXIT_USAGE),
+    ((CONFIRMED, INTERRUPTED), False, rule.INTERRUPTED, exits.EXIT_FAILS),
+    ((INTERRUPTED, ERROR, STOPPED), False, rule.INTERRUPTED, exits.EXIT_FAILS),
+    ((COUNTEREXAMPLE, STOPPED), True, rule.FAIL, exits.EXIT_FAILS),
+    ((COUNTEREXAMPLE, INTERRUPTED), True, rule.FAIL, exits.EXIT_FAILS),
+    ((COUNTEREXAMPLE, SKIPPED), True, rule.FAIL, exits.EXIT_FAILS),
+    # A CrossHair counterexample the replay did not confirm counts for nothing.
+    ((COUNTEREXAMPLE, CONFIRMED), False, rule.UNJUDGED, exits.EXIT_UNJUDGED),
+])
+def test_prove_is_judged_by_the_rule_every_command_shares(
+    statuses: Sequence[str], finding: bool, verdict: str, code: int, tmp_path: Path,
+) -> None:
+    proof = _proof(*statuses, finding=finding)
+    assert (proof.verdict, proof.exit_code) == (verdict, code), proof.to_text()
+    assert f"verdict: {verdict.upper()}" in proof.to_text()
+    report = proof.to_report()
+    assert (report.verdict, report.verdict_reason) == (proof.verdict, proof.judged.reason)
+    # Read back, the report gets the verdict its run got.
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report.to_json()))
+    back = load_report(path)
+    again = rule.decide(back.requirements, back.failures, strict=False, errors=back.errors,
+                        interrupted=back.verdict == rule.INTERRUPTED,
+                        incomplete=back.verdict_reason if back.verdict == rule.INCOMPLETE
+                        else None)
+    assert again.name == verdict
+    assert rule.exit_code(back.verdict, bool(back.failures)) == code
+
+
+def test_a_should_counterexample_counts_only_under_strict() -> None:
+    proof = _proof(COUNTEREXAMPLE, CONFIRMED, finding=True)
+    proof.findings[0].level = "SHOULD"
+    assert proof.verdict == rule.UNJUDGED  # the obligation's row is not established
+    proof.strict = True
+    assert (proof.verdict, proof.exit_code) == (rule.FAIL, exits.EXIT_FAILS)
+
+
+def test_the_reasons_name_what_was_left() -> None:
+    assert "op1" in _proof(CONFIRMED, STOPPED).judged.reason
+    unjudged = _proof(NOT_CONFIRMED, CONFIRMED, NOT_CONFIRMED).judged.reason
+    assert "PROVE-OP0" in unjudged and "PROVE-OP2" in unjudged and "PROVE-OP1" not in unjudged
+
+
+# -- CrossHair children stopped by Ctrl-C ----------------------------------------
+
+_CONFIRMS = "print('/x/ops.py:1: info: Confirmed over all paths.')"
+_INTERRUPTS = ("import os, signal, time; os.kill(os.getppid(), signal.SIGINT); "
+               "time.sleep(120)")
+
+
+def _fake_children(monkeypatch: pytest.MonkeyPatch, scripts: dict[str, str]) -> None:
+    """Children that print what CrossHair would, or send their parent a
+    Ctrl-C and wait to be stopped."""
+    def command(job: Job, share: float, iterations: int | None = None) -> list[str]:
+        return [sys.executable, "-c", scripts[job.name]]
+
+    monkeypatch.setattr(crosshair_run, "_command", command)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_a_ctrl_c_stops_every_child_and_keeps_what_reported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, workers: int,
+) -> None:
+    marker = tmp_path / "a.pid"
+    # "a" confirms and leaves its pid; "b" interrupts once "a" has been
+    # reaped (so "a" reported, whatever the number of workers).
+    first = f"import os; {_CONFIRMS}; open({str(marker)!r}, 'w').write(str(os.getpid()))"
+    after_first = (
+        "import os, time\n"
+        f"while not os.path.exists({str(marker)!r}) or not open({str(marker)!r}).read():\n"
+        "    time.sleep(0.01)\n"
+        f"pid = int(open({str(marker)!r}).read())\n"
+        "while True:\n"
+        "    try:\n"
+        "        os.kill(pid, 0)\n"
+        "    except ProcessLookupError:\n"
+        "        break\n"
+        "    time.sleep(0.01)\n"
+        + _INTERRUPTS.replace("; ", "\n"))
+    _fake_children(monkeypatch, {"a": first, "b": after_first, "c": _CONFIRMS,
+                                 "d": _CONFIRMS})
+    jobs = [Job(name, name, "asserts") for name in "abcd"]
+    results = run_jobs(jobs, Budget(30, 4, workers))
+    statuses = [r.status for r in results]
+    assert statuses[:2] == [CONFIRMED, INTERRUPTED]
+    # What had not reported when the interrupt came says so; nothing is lost.
+    assert all(s in (CONFIRMED, INTERRUPTED) for s in statuses[2:])
+    assert [r.job.name for r in results] == list("abcd")
+    if workers == 1:
+        assert statuses[2:] == [INTERRUPTED, INTERRUPTED]
+
+
+def test_prove_interrupted_reports_what_ran_and_exits_1(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # prove runs insert before get (the obligations with the fewest paths first).
+    _fake_children(monkeypatch, {"insert": _CONFIRMS, "get": _INTERRUPTS})
+    out = tmp_path / "r.json"
+    code = main(["prove", REFERENCE, "--profile", "lru", "--only", "get", "--only", "insert",
+                 "--jobs", "1", "-q", "--json-report", str(out)])
+    text = capsys.readouterr().out
+    assert code == exits.EXIT_FAILS, text
+    assert "verdict: INTERRUPTED" in text
+    data = json.loads(out.read_text())
+    assert data["verdict"] == rule.INTERRUPTED
+    rows = {r["id"]: r["status"] for r in data["requirements"]}
+    assert rows == {"PROVE-GET": "not-tested", "PROVE-INSERT": "pass"}
+
+
+def test_prove_stopped_by_its_deadline_is_incomplete_exit_4(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A deadline already past when the second obligation would start: it is
+    # reported as stopped, the run as incomplete, whatever the first did.
+    monkeypatch.setattr(Budget, "deadline", property(lambda self: 0.0))
+    _fake_children(monkeypatch, {"get": _CONFIRMS, "insert": _CONFIRMS})
+    out = tmp_path / "r.json"
+    code = main(["prove", REFERENCE, "--profile", "lru", "--only", "get", "--only", "insert",
+                 "--jobs", "1", "-q", "--json-report", str(out)])
+    text = capsys.readouterr().out
+    assert code == exits.EXIT_INCOMPLETE, text
+    assert "verdict: INCOMPLETE" in text
+    data = json.loads(out.read_text())
+    assert data["verdict"] == rule.INCOMPLETE and "deadline" in data["verdict_reason"]
+    assert data["stats"]["prove"]["result"] == "stopped"
+
+
+@pytest.mark.parametrize("scripts, code, verdict", [
+    ({"get": _CONFIRMS, "insert": _CONFIRMS}, exits.EXIT_CONFORMS, "PASS"),
+    ({"get": _CONFIRMS, "insert": "print('/x/o.py:1: info: Not confirmed.')"},
+     exits.EXIT_UNJUDGED, "UNJUDGED"),
+    ({"get": "import sys; sys.exit(1)", "insert": _CONFIRMS}, exits.EXIT_USAGE, "ERROR"),
+])
+def test_prove_exits_as_its_verdict_says(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    scripts: dict[str, str], code: int, verdict: str,
+) -> None:
+    _fake_children(monkeypatch, scripts)
+    got = main(["prove", REFERENCE, "--profile", "lru", "--only", "get", "--only", "insert",
+                "--jobs", "1", "-q"])
+    text = capsys.readouterr().out
+    assert got == code and f"verdict: {verdict}" in text, text
+
+
+# -- no exit code of a command's own ----------------------------------------------
+
+
+def _literal_exit_codes(path: Path) -> list[str]:
+    """Integer literals a module returns, passes to an exit, or raises as
+    SystemExit."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        values: list[ast.expr | None] = []
+        if isinstance(node, ast.Return):
+            values.append(node.value)
+        elif isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else (
+                node.func.id if isinstance(node.func, ast.Name) else "")
+            if name in ("exit", "_exit", "SystemExit"):
+                values.extend(node.args[:1])
+        for value in values:
+            if isinstance(value, ast.IfExp):
+                value = value.body if isinstance(value.body, ast.Constant) else value.orelse
+            if (isinstance(value, ast.Constant) and type(value.value) is int):
+                found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_no_command_writes_a_literal_exit_code() -> None:
+    modules = [*sorted((SRC / "commands").glob("*.py")), SRC / "cli.py"]
+    assert len(modules) > 5
+    assert [spot for path in modules for spot in _literal_exit_codes(path)] == []
+
+
+def test_the_literal_exit_code_finder_finds_them(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import sys\n"
+                   "def a() -> int:\n    return 2\n"
+                   "def b() -> None:\n    sys.exit(1)\n"
+                   "def c() -> None:\n    raise SystemExit(4)\n"
+                   "def d(x: bool) -> int:\n    return 1 if x else 0\n"
+                   "def e() -> bool:\n    return True\n")
+    assert _literal_exit_codes(bad) == ["bad.py:3", "bad.py:5", "bad.py:7", "bad.py:9"]
