@@ -207,7 +207,7 @@ def test_prove_exits_as_its_verdict_says(
 def _literal_exit_codes(path: Path) -> list[str]:
     """Integer literals a module returns, passes to an exit, or raises as
     SystemExit."""
-    found = []
+    found: list[int] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         values: list[ast.expr | None] = []
         if isinstance(node, ast.Return):
@@ -217,12 +217,14 @@ def _literal_exit_codes(path: Path) -> list[str]:
                 node.func.id if isinstance(node.func, ast.Name) else "")
             if name in ("exit", "_exit", "SystemExit"):
                 values.extend(node.args[:1])
-        for value in values:
+        while values:
+            value = values.pop()
             if isinstance(value, ast.IfExp):
-                value = value.body if isinstance(value.body, ast.Constant) else value.orelse
-            if (isinstance(value, ast.Constant) and type(value.value) is int):
-                found.append(f"{path.name}:{node.lineno}")
-    return found
+                values.extend((value.body, value.orelse))
+            elif isinstance(value, ast.Constant) and type(value.value) is int:
+                found.append(getattr(node, "lineno", 0))
+                break
+    return [f"{path.name}:{line}" for line in sorted(found)]
 
 
 def test_no_command_writes_a_literal_exit_code() -> None:
