@@ -242,3 +242,88 @@ def test_the_literal_exit_code_finder_finds_them(tmp_path: Path) -> None:
                    "def d(x: bool) -> int:\n    return 1 if x else 0\n"
                    "def e() -> bool:\n    return True\n")
     assert _literal_exit_codes(bad) == ["bad.py:3", "bad.py:5", "bad.py:7", "bad.py:9"]
+
+
+# -- an interrupted check is assembled as one ------------------------------------
+
+
+def _assembled(*, interrupted: bool, capped: bool = False, failing: bool = False,
+               error: str | None = None) -> tuple[str, str]:
+    from collections import Counter
+
+    from policyspec.adapters import subject_for_class
+    from policyspec.profiles import get_profile
+    from policyspec.reference.lru import LRUCachePolicy
+    from policyspec.registry import requirements_for
+    from policyspec.reports.build import assemble
+    from policyspec.reports.report import FailureReport
+    from policyspec.run.result import EngineRun
+
+    profile = get_profile("core")
+    subject = subject_for_class(LRUCachePolicy)
+    every = Counter({req.id: 1 for req in requirements_for(profile.includes)})
+    run = EngineRun("fast", checked=every, examples=5 if capped else 10, planned=10,
+                    capped=capped, error=error)
+    failures = [FailureReport("EVICT-UNPROTECTED", "MUST", "t", "m", [], "", "fast")] \
+        if failing else []
+    report = assemble(subject, profile, [run], failures, seed=0, strict=False, capacity=4,
+                      seconds=0.0, interrupted=interrupted)
+    return report.verdict, report.verdict_reason
+
+
+@pytest.mark.parametrize("kind, verdict", [
+    ({}, rule.INTERRUPTED),
+    ({"capped": True}, rule.INTERRUPTED),
+    ({"error": "boom"}, rule.INTERRUPTED),
+    ({"failing": True}, rule.FAIL),
+])
+def test_an_interrupted_run_is_judged_with_everything_else(
+    kind: dict[str, object], verdict: str,
+) -> None:
+    got, reason = _assembled(interrupted=True, **kind)  # type: ignore[arg-type]
+    assert got == verdict
+    if verdict == rule.FAIL:
+        assert "interrupted before the end" in reason
+    # The same run not interrupted gets the verdict of its other inputs.
+    assert _assembled(interrupted=False, **kind)[0] != rule.INTERRUPTED  # type: ignore[arg-type]
+
+
+def _verdict_writes(path: Path) -> list[str]:
+    """Places that set a report's verdict from anything but a decided
+    ``Verdict``'s name (``<decided>.name``)."""
+    def decided(value: ast.expr) -> bool:
+        if isinstance(value, ast.Tuple):
+            return decided(value.elts[0])
+        return isinstance(value, ast.Attribute) and value.attr == "name"
+
+    found = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                first = target.elts[0] if isinstance(target, ast.Tuple) else target
+                if isinstance(first, ast.Attribute) and first.attr == "verdict" \
+                        and not decided(node.value):
+                    found.append(f"{path.name}:{node.lineno}")
+        elif isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg == "verdict" and not decided(keyword.value):
+                    found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_every_verdict_a_report_gets_is_decided_by_the_rule() -> None:
+    reading = {SRC / "reports" / "report.py"}  # a report read back keeps its verdict
+    spots = [spot for path in sorted(SRC.rglob("*.py")) if path not in reading
+             for spot in _verdict_writes(path)]
+    assert spots == []
+
+
+def test_the_verdict_write_finder_finds_them(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("report.verdict = 'pass'\n"
+                   "report.verdict, report.verdict_reason = 'interrupted', ''\n"
+                   "Report(verdict='fail')\n"
+                   "report.verdict = decided.name\n"
+                   "Report(verdict=decided.name)\n")
+    assert _verdict_writes(bad) == ["bad.py:1", "bad.py:2", "bad.py:3"]
