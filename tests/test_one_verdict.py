@@ -327,3 +327,25 @@ def test_the_verdict_write_finder_finds_them(tmp_path: Path) -> None:
                    "report.verdict = decided.name\n"
                    "Report(verdict=decided.name)\n")
     assert _verdict_writes(bad) == ["bad.py:1", "bad.py:2", "bad.py:3"]
+
+
+@pytest.mark.parametrize("stopped_shard", [1, 2])
+def test_a_merge_and_known_failing_keep_a_run_incomplete(
+    tmp_path: Path, stopped_shard: int,
+) -> None:
+    from policyspec.reports.known_failing import apply_known_failing, read_known_failing
+    from policyspec.reports.merge import merge_reports
+
+    shards = []
+    for k in (1, 2):
+        statuses = (CONFIRMED, STOPPED) if k == stopped_shard else (CONFIRMED, CONFIRMED)
+        shard = _proof(*statuses).to_report()
+        shard.stats["shard"] = f"{k}/2"
+        shards.append(shard)
+    merged = merge_reports(shards)
+    assert merged.verdict == rule.INCOMPLETE
+    assert merged.verdict_reason.startswith(f"shard {stopped_shard}/2: the deadline")
+    listed = tmp_path / "known.txt"
+    listed.write_text("")
+    apply_known_failing(merged, *read_known_failing(str(listed)))
+    assert merged.verdict == rule.INCOMPLETE and "deadline" in merged.verdict_reason
