@@ -16,7 +16,9 @@ The rule, first match wins (spec/report.md, "Verdicts"):
    stopped the run before the work its budget asks for was done: what ran
    passed, which is not a pass.
 5. ``unjudged``: no failure, but a MUST that applies to the policy stayed
-   n/a or not tested, so conformance was not shown. A requirement applies
+   n/a or not tested, or a part of the run could not be judged as a whole
+   (``check-history``: a gate profile the history does not let the judge
+   observe), so conformance was not shown. A requirement applies
    unless the policy's API revision lacks the calls it needs (the request
    hooks on R3) or the run's mode cannot observe it at all
    (API-PROCESS-ALIVE without ``--isolate``); those stay a plain n/a or
@@ -88,11 +90,14 @@ def decide(
     interrupted: bool = False,
     stale: Sequence[str] = (),
     incomplete: str | None = None,
+    unjudged: Sequence[str] = (),
 ) -> Verdict:
     """The verdict of a run (module text). ``failures`` are those that
     count (a ``--known-failing`` entry's are already taken out); ``stale``
     lists known-failing entries that pass now; ``incomplete`` says how much
-    of its work a run the time limit stopped did (None: all of it)."""
+    of its work a run the time limit stopped did (None: all of it);
+    ``unjudged`` gives, each in words, what the run could not judge beyond
+    its requirement statuses."""
     if any(counts(f.level, strict) for f in failures) or stale:
         beside = []
         if errors:
@@ -108,11 +113,14 @@ def decide(
     if incomplete is not None:
         return Verdict(INCOMPLETE, incomplete)
     open_ = unjudged_musts(statuses)
-    if open_:
-        shown = ", ".join(f"{s.id} ({_status_word(s.status)}: {s.reason or 'no reason given'})"
-                          for s in open_)
-        count = len(open_)
-        return Verdict(UNJUDGED, f"{count} MUST{'s' if count > 1 else ''} not judged: {shown}")
+    if open_ or unjudged:
+        reasons = list(unjudged)
+        if open_:
+            shown = ", ".join(f"{s.id} ({_status_word(s.status)}: "
+                              f"{s.reason or 'no reason given'})" for s in open_)
+            count = len(open_)
+            reasons.append(f"{count} MUST{'s' if count > 1 else ''} not judged: {shown}")
+        return Verdict(UNJUDGED, "; ".join(reasons))
     return Verdict(PASS)
 
 
