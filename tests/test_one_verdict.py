@@ -349,3 +349,19 @@ def test_a_merge_and_known_failing_keep_a_run_incomplete(
     listed.write_text("")
     apply_known_failing(merged, *read_known_failing(str(listed)))
     assert merged.verdict == rule.INCOMPLETE and "deadline" in merged.verdict_reason
+
+
+def test_a_part_left_unjudged_is_weighed_by_the_rule_like_an_open_must() -> None:
+    from policyspec.reports.report import FailureReport, RequirementStatus
+
+    part = ["core: no eviction was compared"]
+    assert rule.decide([], [], strict=False, unjudged=part) == rule.Verdict(rule.UNJUDGED,
+                                                                             part[0])
+    open_must = RequirementStatus("GET-ABSENT", "MUST", "core", "t", "not-tested", 0, "why")
+    both = rule.decide([open_must], [], strict=False, unjudged=part)
+    assert both.name == rule.UNJUDGED and both.reason.startswith(part[0] + "; 1 MUST")
+    failing = [FailureReport("GET-ABSENT", "MUST", "t", "m", [], "", "history")]
+    assert rule.decide([], failing, strict=False, unjudged=part).name == rule.FAIL
+    assert rule.decide([], [], strict=False, unjudged=part, incomplete="x").name \
+        == rule.INCOMPLETE
+    assert rule.decide([], [], strict=False).name == rule.PASS
