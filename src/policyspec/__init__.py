@@ -24,6 +24,9 @@ _FRONT: dict[str, tuple[str, ...]] = {
     "policyspec.profiles": ("Profile", "get_profile", "register_profile"),
     "policyspec.reference": ("ARCCachePolicy", "LRUCachePolicy"),
     "policyspec.cli": ("main",),
+    # What the snippets and tests a check or prove writes import.
+    "policyspec.assertions": ("assert_requirement_holds",),
+    "policyspec.environment": ("policy_environment",),
     # The report, its verdict and the exit codes.
     "policyspec.reports.report": ("FAIL", "NA", "NOT_TESTED", "PASS", "XFAIL", "FailureReport",
                                   "Report", "RequirementStatus", "load_report"),
@@ -96,6 +99,7 @@ __all__ = [
     "UsageError",
     "Verdict",
     "__version__",
+    "assert_requirement_holds",
     "check_target",
     "decide",
     "exit_code",
@@ -104,6 +108,7 @@ __all__ = [
     "load_report",
     "load_subject",
     "main",
+    "policy_environment",
     "register_engine",
     "register_format",
     "register_profile",
@@ -114,8 +119,10 @@ __all__ = [
 
 if TYPE_CHECKING:
     from policyspec.adapters import TargetError, load_subject, subject_for_class
+    from policyspec.assertions import assert_requirement_holds
     from policyspec.cli import main
     from policyspec.engines import ENGINES, register_engine
+    from policyspec.environment import policy_environment
     from policyspec.exits import (
         EXIT_CONFORMS,
         EXIT_FAILS,
