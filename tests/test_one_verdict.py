@@ -365,3 +365,29 @@ def test_a_part_left_unjudged_is_weighed_by_the_rule_like_an_open_must() -> None
     assert rule.decide([], [], strict=False, unjudged=part, incomplete="x").name \
         == rule.INCOMPLETE
     assert rule.decide([], [], strict=False).name == rule.PASS
+
+
+@pytest.mark.parametrize("stopped, word", [(INTERRUPTED, "INTERRUPTED"),
+                                           (STOPPED, "INCOMPLETE")])
+def test_the_suite_fails_a_requirement_that_held_in_a_run_stopped_early(
+    stopped: str, word: str,
+) -> None:
+    from policyspec.testing import assert_requirement
+
+    report = _proof(CONFIRMED, stopped).to_report()
+    with pytest.raises(pytest.fail.Exception, match=word):
+        assert_requirement(report, "PROVE-OP0")
+    assert_requirement(_proof(CONFIRMED, CONFIRMED).to_report(), "PROVE-OP0")
+
+
+def test_a_command_interrupted_before_it_reports_exits_as_interrupted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from policyspec.commands import vectors
+
+    def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(vectors, "run", interrupted)
+    assert main(["vectors", "--out", str(tmp_path)]) == rule.exit_code(rule.INTERRUPTED, False)
+    assert capsys.readouterr().err.strip() == "policyspec: interrupted"
