@@ -318,8 +318,13 @@ def test_an_unjudged_profile_is_never_reported_as_conforming(
 ) -> None:
     out = tmp_path / "ref.jsonl"
     _record(FAULTY / "v01_ignores_protected.py", out, mode="record", calls=2000)
-    assert main(["check-history", str(out), "--profile", "cost"]) == 2
+    report = tmp_path / "r.json"
+    # By the verdict rule of every command: unjudged (3), with its report.
+    assert main(["check-history", str(out), "--profile", "cost", "--json-report",
+                 str(report)]) == 3
     assert "cost: not judged" in capsys.readouterr().out
+    document = json.loads(report.read_text())
+    assert document["verdict"] == "unjudged" and document["verdict_reason"].startswith("cost: ")
 
 
 def test_the_guard_returns_what_the_policy_returns_and_raise_mode_raises(

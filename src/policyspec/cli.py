@@ -59,8 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"policyspec: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        # A command that reports what ran catches it itself; here nothing
+        # was reported, and the verdict rule's code for it is the same.
+        from policyspec.reports.verdict import INTERRUPTED, exit_code
+
         print("policyspec: interrupted", file=sys.stderr)
-        return 130
+        return exit_code(INTERRUPTED, failures=False)
     return code
 
 

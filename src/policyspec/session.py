@@ -28,7 +28,6 @@ from policyspec.profiles import Profile, get_profile
 from policyspec.reports.build import assemble
 from policyspec.reports.report import Report
 from policyspec.reports.run_details import run_details
-from policyspec.reports.verdict import decide
 from policyspec.run.budget import units_of
 from policyspec.subject import Subject
 from policyspec.workers import Item, available_cores, forks, plan, run_items
@@ -187,7 +186,8 @@ def run_check(
                 tries=round(max(MIN_MINIMISE_UNITS, units) * MINIMISE_TRIES))
             report = assemble(subject, profile, runs, failures, seed=options.seed,
                               strict=options.strict, capacity=options.capacity,
-                              seconds=time.monotonic() - started, cap=cap)
+                              seconds=time.monotonic() - started, cap=cap,
+                              interrupted=interrupted)
             # Calls ended at the time limit, by the engines and by the route:
             # what hangs cost the run, as a count (spec/check.md).
             report.stats["time_limits"] = watch.expired - expired + sum(
@@ -210,9 +210,6 @@ def run_check(
     if not enforced and options.call_timeout > 0:
         report.notes.append("the call time limit was not enforced (not on the main thread)")
     if interrupted:
-        decided = decide(report.requirements, report.failures, strict=options.strict,
-                         errors=report.errors, interrupted=True)
-        report.verdict, report.verdict_reason = decided.name, decided.reason
         report.notes.append("interrupted before the end: engines that ran: "
                             + (", ".join(r.engine for r in runs) or "none"))
     return report

@@ -30,7 +30,12 @@ from policyspec.reports.report import (
     load_report,
     write_atomic,
 )
-from policyspec.reports.verdict import judged_strictly, unjudged_musts
+from policyspec.reports.verdict import (
+    INCOMPLETE,
+    INTERRUPTED,
+    judged_strictly,
+    unjudged_musts,
+)
 from policyspec.witness.steps import numbered
 
 __all__ = ["ConformanceSuite", "assert_requirement", "report_for", "terminal_progress"]
@@ -130,12 +135,15 @@ def assert_requirement(report: Report, requirement: str) -> None:
         pytest.skip(f"{requirement}: {status.status} ({status.reason})")
     if report.errors:
         pytest.fail("the check could not run to the end: " + "; ".join(report.errors))
-    if report.verdict == "incomplete":
+    if report.verdict == INCOMPLETE:
         # The time limit stopped the check: what ran passed, but not all the
         # work the budget asks for ran, which is never a pass.
         pytest.fail(f"INCOMPLETE: {requirement} held in the work that ran, but the time limit "
                     "stopped the check before its work was done (--policy-time-limit)",
                     pytrace=False)
+    if report.verdict == INTERRUPTED:
+        pytest.fail(f"INTERRUPTED: {requirement} held in the work that ran, but the check was "
+                    "stopped before the end", pytrace=False)
 
 
 class ConformanceSuite:

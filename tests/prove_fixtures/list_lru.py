@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from policyspec.model.state import State
+from policyspec import State
 
 
 class ListLRU:

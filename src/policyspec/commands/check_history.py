@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from policyspec.exits import EXIT_USAGE, UsageError
+from policyspec.exits import UsageError
 from policyspec.reports.history import history_report
 from policyspec.reports.write import add_report_flags, outputs_of, write_reports
 
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         Path(args.json_out).write_text(
             json.dumps(verdict_document(verdict, list(args.paths), cases), indent=1) + "\n",
             encoding="utf-8")
-    if not any(p.judged or p.first for p in verdict.profiles):
-        return EXIT_USAGE
-    # The same report family as policyspec check's (reports.history).
+    # The same report family as policyspec check's (reports.history), and
+    # its exit code by the one verdict rule: a history nothing of which could
+    # be judged is unjudged (3), not a run that could not start.
     return write_reports(history_report(verdict, list(args.paths), cases), outputs_of(args))

@@ -44,8 +44,10 @@ def add_parser(sub: Any) -> None:
         description="With --model: CrossHair checks the model's own contracts. With TARGET: "
         "every operation of the policy's API revision is checked against the profile's "
         "model from a symbolic pre-state, the state built and read back through the "
-        "policy's own methods (spec/prove.md). Exit 0 no counterexample, 1 a "
-        "counterexample (printed with its minimal trace and a pytest test), 2 could not run.",
+        "policy's own methods (spec/prove.md). Exit codes as check's verdicts: 0 every "
+        "obligation confirmed over all paths, 1 a counterexample (printed with its minimal "
+        "trace and a pytest test) or interrupted, 2 could not run, 3 no counterexample but "
+        "paths left unexplored (unjudged), 4 the deadline stopped it (incomplete).",
     )
     parser.add_argument("target", nargs="?", help="pkg.module:Class or path/to/file.py:Class")
     parser.add_argument("--model", action="store_true", help="prove the model itself")
@@ -126,5 +128,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_reports(args: argparse.Namespace, report: Any) -> None:
-    """The reports asked for, by check's writer (the exit code is prove's)."""
+    """The reports asked for, by check's writer (the same verdict, hence the
+    same exit code)."""
     write_reports(report, outputs_of(args))

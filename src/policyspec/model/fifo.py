@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from policyspec.model.actions import Primitive
-from policyspec.model.request import Requests
-from policyspec.model.state import IDLE, State
-from policyspec.model.step import Diagnosis
+from policyspec import IDLE, Diagnosis, Primitive, Requests, State
 
 __all__ = ["FIFORefinement"]
 

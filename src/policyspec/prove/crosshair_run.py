@@ -19,13 +19,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 __all__ = [
     "CONFIRMED",
     "COUNTEREXAMPLE",
     "ERROR",
+    "INTERRUPTED",
     "MIN_SHARE",
     "NOT_CONFIRMED",
     "SKIPPED",
@@ -50,6 +51,8 @@ STOPPED = "stopped"
 SKIPPED = "skipped"
 """Not run to the end: another job found a counterexample first
 (``fail_fast``). Establishes nothing, and is no error."""
+INTERRUPTED = "interrupted"
+"""Stopped, or never started, because the run was interrupted (Ctrl-C)."""
 
 _LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<level>info|error): (?P<text>.*)$")
 
@@ -137,11 +140,15 @@ class JobResult:
     skipped: bool = False
     """Stopped, or never started, because another job found a
     counterexample (``run_jobs(fail_fast=True)``)."""
+    interrupted: bool = False
+    """Stopped, or never started, because the run was interrupted."""
 
     @property
     def status(self) -> str:
         """The worst status of the job's conditions."""
         found = {c.status for c in self.conditions}
+        if self.interrupted and COUNTEREXAMPLE not in found:
+            return INTERRUPTED
         if self.skipped and COUNTEREXAMPLE not in found:
             return SKIPPED
         if self.returncode is None:
@@ -194,12 +201,15 @@ def run_jobs(
     """Run every job, ``budget.workers`` at a time, in the order given (put
     the ones likely to end early first), until done or the deadline. With
     ``fail_fast`` the first counterexample stops the children still running
-    and the jobs not started (their results say ``skipped``)."""
+    and the jobs not started (their results say ``skipped``). A
+    KeyboardInterrupt stops every child and returns what reported before
+    it (the others say ``interrupted``): a Ctrl-C loses no result."""
     start = time.monotonic()
     target_end, end = start + budget.seconds, start + budget.deadline
     lock = threading.Lock()
     remaining = [sum(job.conditions for job in jobs), len(jobs)]
     found = threading.Event()
+    stop = threading.Event()
     running: set[subprocess.Popen[str]] = set()
 
     def run(job: Job) -> JobResult:
@@ -208,6 +218,8 @@ def run_jobs(
             share = budget.share(target_end - begun, remaining[0], remaining[1])
             remaining[0] -= job.conditions
             remaining[1] -= 1
+            if stop.is_set():
+                return JobResult(job, [], 0.0, 1, "", share, interrupted=True)
             if found.is_set():
                 return JobResult(job, [], 0.0, 1, "", share, skipped=True)
             if end - begun <= 0:
@@ -223,20 +235,34 @@ def run_jobs(
             child.kill()
             out, _ = child.communicate()
             result = JobResult(job, parse_output(out), time.monotonic() - begun, None,
-                               "stopped at the deadline", share)
+                               "stopped at the deadline", share, interrupted=stop.is_set())
         else:
             result = JobResult(job, parse_output(out), time.monotonic() - begun,
                                child.returncode, err[-4000:], share,
-                               skipped=child.returncode < 0 and found.is_set())
+                               skipped=child.returncode < 0 and found.is_set(),
+                               interrupted=child.returncode != 0 and stop.is_set())
         with lock:
             running.discard(child)
             if fail_fast and result.status == COUNTEREXAMPLE and not found.is_set():
                 found.set()
                 for other in running:
                     other.terminate()
-        if progress is not None:
+        if progress is not None and not stop.is_set():
             progress(result)
         return result
 
     with ThreadPoolExecutor(max_workers=max(1, budget.workers)) as pool:
-        return list(pool.map(run, jobs))
+        futures: list[Future[JobResult]] = []
+        try:
+            for job in jobs:
+                futures.append(pool.submit(run, job))
+            return [future.result() for future in futures]
+        except KeyboardInterrupt:
+            with lock:
+                stop.set()
+                for child in running:
+                    child.kill()
+            results = [future.result() for future in futures]
+            results.extend(JobResult(job, [], 0.0, 1, "", 0.0, interrupted=True)
+                           for job in jobs[len(futures):])
+            return results

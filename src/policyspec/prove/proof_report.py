@@ -17,6 +17,7 @@ from policyspec.prove.crosshair_run import (
     CONFIRMED,
     COUNTEREXAMPLE,
     ERROR,
+    INTERRUPTED,
     NOT_CONFIRMED,
     SKIPPED,
     STOPPED,
@@ -24,7 +25,7 @@ from policyspec.prove.crosshair_run import (
 )
 from policyspec.prove.findings import Finding
 from policyspec.reports import report as check_report
-from policyspec.reports.verdict import counts
+from policyspec.reports.verdict import Verdict, counts, decide, exit_code
 
 __all__ = ["ObligationResult", "ProofReport", "obligation_id"]
 
@@ -42,6 +43,7 @@ _WORDS = {
     ERROR: "ERROR: CrossHair could not analyse it",
     STOPPED: "stopped at the deadline: nothing established",
     SKIPPED: "not run to the end (--fail-fast: a counterexample was found elsewhere)",
+    INTERRUPTED: "interrupted before it reported: nothing established",
 }
 
 
@@ -86,21 +88,84 @@ class ProofReport:
                 if f.reproduced and counts(f.level, self.strict)]
 
     @property
-    def verdict(self) -> str:
-        """``counterexample``, ``error``, ``proved`` (every obligation
-        confirmed over all paths) or ``no counterexample``."""
+    def result(self) -> str:
+        """What the search established, in a word: ``counterexample``,
+        ``interrupted``, ``error``, ``stopped`` (the deadline stopped an
+        obligation), ``proved`` (every obligation confirmed over all paths)
+        or ``no counterexample``."""
+        statuses = {r.status for r in self.results}
         if self.confirmed_findings:
             return "counterexample"
-        if any(r.status in (ERROR, STOPPED) for r in self.results):
-            return "error"
-        if self.results and all(r.status == CONFIRMED for r in self.results):
+        for status, word in ((INTERRUPTED, "interrupted"), (ERROR, "error"),
+                             (STOPPED, "stopped")):
+            if status in statuses:
+                return word
+        if self.results and statuses == {CONFIRMED}:
             return "proved"
         return "no counterexample"
 
     @property
+    def judged(self) -> Verdict:
+        """The verdict by the rule every command shares
+        (``policyspec.reports.verdict.decide``), one obligation a row: a
+        counted counterexample fails; an interruption, an obligation
+        CrossHair could not analyse and one the deadline stopped give
+        ``interrupted``, ``error`` and ``incomplete``; an obligation left
+        with paths unexplored is not judged, so a run that proved nothing
+        wrong but not everything is ``unjudged``, never a pass."""
+        return decide(self._rows(), self._failures(), strict=self.strict,
+                      errors=self._errors(), interrupted=self.interrupted,
+                      incomplete=self._incomplete())
+
+    @property
+    def verdict(self) -> str:
+        """The verdict's name (``judged``)."""
+        return self.judged.name
+
+    @property
     def exit_code(self) -> int:
-        """0 no counterexample, 1 a counterexample, 2 could not run."""
-        return {"counterexample": 1, "error": 2}.get(self.verdict, 0)
+        """The exit code of the verdict, as every command gives it."""
+        return exit_code(self.verdict, bool(self._failures()))
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by a signal (Ctrl-C) before every obligation reported."""
+        return any(r.status == INTERRUPTED for r in self.results)
+
+    def _errors(self) -> list[str]:
+        return [f"{r.name}: {_WORDS.get(r.status, r.status)}"
+                + (f" ({r.detail})" if r.detail else "")
+                for r in self.results if r.status == ERROR]
+
+    def _incomplete(self) -> str | None:
+        """How much a run the deadline stopped did, in words (None: it was
+        not stopped)."""
+        stopped = [r.name for r in self.results if r.status == STOPPED]
+        if not stopped:
+            return None
+        return (f"the deadline ({self.budget.deadline:.0f} s) stopped the run before "
+                f"{len(stopped)} of {len(self.results)} obligations reported: "
+                + ", ".join(stopped))
+
+    def _failures(self) -> list[check_report.FailureReport]:
+        """The counted counterexamples, one per requirement broken: as
+        ``check`` reports them when the finding has a minimised trace, else
+        (the model's, a hand-written pair's) its story and test."""
+        failures: list[check_report.FailureReport] = []
+        for finding in self.confirmed_findings:
+            if any(f.requirement == finding.requirement for f in failures):
+                continue
+            failures.append(finding.report or check_report.FailureReport(
+                requirement=finding.requirement, level=finding.level,
+                title=finding.obligation, message="\n".join(finding.lines), trace=[],
+                repro=finding.test, engine=f"prove ({finding.obligation})"))
+        return failures
+
+    def _rows(self) -> list[check_report.RequirementStatus]:
+        failed_in: dict[str, list[str]] = {}
+        for finding in self.confirmed_findings:
+            failed_in.setdefault(finding.obligation, []).append(finding.requirement)
+        return [self._row(r, failed_in.get(r.name, [])) for r in self.results]
 
     def to_text(self) -> str:
         b = self.budget
@@ -148,31 +213,19 @@ class ProofReport:
 
     def to_report(self) -> check_report.Report:
         """The run as ``check`` reports one (module docstring)."""
-        failed_in: dict[str, list[str]] = {}
-        for finding in self.confirmed_findings:
-            failed_in.setdefault(finding.obligation, []).append(finding.requirement)
-        rows = [self._row(r, failed_in.get(r.name, [])) for r in self.results]
-        failures: list[check_report.FailureReport] = []
-        for finding in self.confirmed_findings:
-            if finding.report is not None and all(
-                f.requirement != finding.report.requirement for f in failures
-            ):
-                failures.append(finding.report)
-        verdict = {"counterexample": "fail", "error": "error"}.get(self.verdict, "pass")
-        errors = [f"{r.name}: {_WORDS.get(r.status, r.status)}" + (f" ({r.detail})"
-                  if r.detail else "") for r in self.results if r.status in (ERROR, STOPPED)]
+        verdict = self.judged
         b = self.budget
         return check_report.Report(
-            target=self.target or self.title, profile=self.profile, verdict=verdict,
-            requirements=rows, failures=failures,
+            target=self.target or self.title, profile=self.profile, verdict=verdict.name,
+            requirements=self._rows(), failures=self._failures(),
             stats={"seed": 0, "strict": self.strict, "seconds": round(self.seconds, 3),
                    "calls": 0, "steps": 0, "examples": 0, "rows": "obligation",
-                   "prove": {"result": self.verdict, "method": self.method,
+                   "prove": {"result": self.result, "method": self.method,
                              "bounds": self.bounds, "budget_seconds": b.seconds,
                              "workers": b.workers, "iterations": b.iterations}},
             api=self.api, notes=[f"prove: {self.method}",
                                  *(f"bounds: {line}" for line in self.bounds)],
-            errors=errors,
+            errors=self._errors(), verdict_reason=verdict.reason,
         )
 
     def _row(self, r: ObligationResult, broken: list[str]) -> check_report.RequirementStatus:
@@ -193,12 +246,16 @@ class ProofReport:
         confirmed = [r.name for r in self.results if r.status == CONFIRMED]
         open_ = [r.name for r in self.results if r.status == NOT_CONFIRMED]
         failed = sorted({f.requirement for f in self.confirmed_findings})
-        verdict = self.verdict
-        if verdict == "counterexample":
+        result = self.result
+        if result == "counterexample":
             head = f"result:  COUNTEREXAMPLE, breaks {', '.join(failed)}"
-        elif verdict == "error":
-            head = "result:  could not run every obligation (see ERROR / stopped above)"
-        elif verdict == "proved":
+        elif result == "interrupted":
+            head = "result:  interrupted before every obligation reported"
+        elif result == "error":
+            head = "result:  could not run every obligation (see ERROR above)"
+        elif result == "stopped":
+            head = "result:  the deadline stopped the run before every obligation reported"
+        elif result == "proved":
             head = "result:  PROVED within the bounds above: CrossHair explored every path"
         else:
             head = "result:  no counterexample within the budget; this is evidence, not a proof"
@@ -207,4 +264,7 @@ class ProofReport:
             parts.append(f"         holds on every path within the bounds: {', '.join(confirmed)}")
         if open_:
             parts.append(f"         not established (paths left unexplored): {', '.join(open_)}")
+        verdict = self.judged
+        parts.append(f"verdict: {verdict.name.upper()}"
+                     + (f" ({verdict.reason})" if verdict.reason else ""))
         return "\n".join(parts)

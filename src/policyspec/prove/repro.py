@@ -121,9 +121,7 @@ def trace_test(
 Policy: {portable_target(target)}
 {told}{why}"""
 
-from policyspec.adapters import load_subject
-from policyspec.harness import Lockstep
-from policyspec.profiles import get_profile
+from policyspec import Lockstep, get_profile, load_subject
 
 TARGET = {portable_target(target)!r}
 PROFILE = {profile!r}

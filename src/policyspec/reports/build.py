@@ -38,8 +38,11 @@ def assemble(
     capacity: int,
     seconds: float,
     cap: float | None = None,
+    interrupted: bool = False,
 ) -> Report:
-    """The report of a run of ``runs`` whose failures are ``failures``."""
+    """The report of a run of ``runs`` whose failures are ``failures``;
+    ``interrupted``: a signal stopped it before the end, which the verdict
+    weighs with the rest (``reports.verdict``) rather than after it."""
     checked: Counter[str] = Counter()
     not_applicable: dict[str, str] = {}
     unseen = unobservable(subject)
@@ -73,7 +76,7 @@ def assemble(
                               checked[req.id], reason, applies)
         )
     verdict = decide(statuses, failures, strict=strict, errors=errors,
-                     incomplete=_incomplete(runs, cap))
+                     interrupted=interrupted, incomplete=_incomplete(runs, cap))
     notes = list(subject.notes)
     for run in runs:
         notes.extend(f"{run.engine}: {n}" for n in run.notes)

@@ -21,7 +21,7 @@ from policyspec.reports.report import (
     RequirementStatus,
 )
 from policyspec.reports.verdict import FAIL as FAILS
-from policyspec.reports.verdict import UNJUDGED, Verdict, decide
+from policyspec.reports.verdict import Verdict, decide
 
 __all__ = ["history_report", "window_actions"]
 
@@ -86,9 +86,9 @@ def history_report(verdict: Any, paths: Sequence[str], cases: Mapping[str, Any])
     gated = [f for f in failures if f.engine == "history" and (
         (gate is not None and gate.first is not None and f.requirement == gate.first.requirement)
         or (verdict.caller is not None and f.requirement == verdict.caller.requirement))]
-    decided = decide(statuses, gated, strict=False)
-    if gate is not None and not gate.judged and gate.first is None:
-        decided = Verdict(UNJUDGED, f"{gate.profile}: {gate.note}")
+    open_gate = gate is not None and not gate.judged and gate.first is None
+    decided = decide(statuses, gated, strict=False,
+                     unjudged=[f"{gate.profile}: {gate.note}"] if gate and open_gate else [])
     others = [p.profile for p in verdict.profiles[1:] if p.first is not None]
     if others and decided.name != FAILS:
         decided = Verdict(decided.name, "; ".join(filter(None, (

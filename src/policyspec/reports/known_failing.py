@@ -15,7 +15,7 @@ from pathlib import Path
 from policyspec.changelog import Change, history
 from policyspec.registry import load_registry
 from policyspec.reports.report import FAIL, PASS, XFAIL, Report
-from policyspec.reports.verdict import INTERRUPTED, decide
+from policyspec.reports.verdict import INCOMPLETE, INTERRUPTED, decide
 
 __all__ = ["KnownFailing", "apply_known_failing", "read_known_failing"]
 
@@ -88,7 +88,8 @@ def apply_known_failing(report: Report, entries: list[KnownFailing], warnings: l
     verdict = decide(report.requirements,
                      [f for f in report.failures if f.requirement in failing],
                      strict=bool(report.stats.get("strict")), errors=report.errors,
-                     interrupted=report.verdict == INTERRUPTED, stale=stale)
+                     interrupted=report.verdict == INTERRUPTED, stale=stale,
+                     incomplete=report.verdict_reason if report.verdict == INCOMPLETE else None)
     report.verdict, report.verdict_reason = verdict.name, verdict.reason
     if stale:
         report.stats["stale_known_failing"] = stale

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from policyspec.reports.report import FAIL, NA, NOT_TESTED, PASS, XFAIL, Report, RequirementStatus
-from policyspec.reports.verdict import INTERRUPTED, decide
+from policyspec.reports.verdict import INCOMPLETE, INTERRUPTED, decide
 
 __all__ = ["MergeError", "merge_reports", "shard_of"]
 
@@ -169,8 +169,11 @@ def merge_reports(reports: Sequence[Report], names: Sequence[str] = ()) -> Repor
             notes.append(f"{name}: {', '.join(overlapping)} is the largest shard's count, a lower "
                          "bound of the campaign's (shards reach overlapping sets)")
     strict = bool(ordered[0].stats.get("strict"))
+    stopped = [f"shard {k}/{total}: {r.verdict_reason or 'incomplete'}"
+               for k, r in enumerate(ordered, 1) if r.verdict == INCOMPLETE]
     verdict = decide(requirements, failures, strict=strict, errors=errors,
-                     interrupted=any(r.verdict == INTERRUPTED for r in ordered))
+                     interrupted=any(r.verdict == INTERRUPTED for r in ordered),
+                     incomplete="; ".join(stopped) if stopped else None)
 
     first = ordered[0].stats
     stats: dict[str, Any] = {

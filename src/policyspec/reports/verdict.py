@@ -69,11 +69,14 @@ def decide(
     interrupted: bool = False,
     stale: Sequence[str] = (),
     incomplete: str | None = None,
+    unjudged: Sequence[str] = (),
 ) -> Verdict:
     """The verdict of a run (spec/report.md, "Verdicts"). ``failures`` are those that
     count (a ``--known-failing`` entry's are already taken out); ``stale``
     lists known-failing entries that pass now; ``incomplete`` says how much
-    of its work a run the time limit stopped did (None: all of it)."""
+    of its work a run the time limit stopped did (None: all of it);
+    ``unjudged`` gives, each in words, what the run could not judge beyond
+    its requirement statuses."""
     if any(counts(f.level, strict) for f in failures) or stale:
         beside = []
         if errors:
@@ -89,11 +92,14 @@ def decide(
     if incomplete is not None:
         return Verdict(INCOMPLETE, incomplete)
     open_ = unjudged_musts(statuses)
-    if open_:
-        shown = ", ".join(f"{s.id} ({_status_word(s.status)}: {s.reason or 'no reason given'})"
-                          for s in open_)
-        count = len(open_)
-        return Verdict(UNJUDGED, f"{count} MUST{'s' if count > 1 else ''} not judged: {shown}")
+    if open_ or unjudged:
+        reasons = list(unjudged)
+        if open_:
+            shown = ", ".join(f"{s.id} ({_status_word(s.status)}: "
+                              f"{s.reason or 'no reason given'})" for s in open_)
+            count = len(open_)
+            reasons.append(f"{count} MUST{'s' if count > 1 else ''} not judged: {shown}")
+        return Verdict(UNJUDGED, "; ".join(reasons))
     return Verdict(PASS)
 
 

@@ -107,9 +107,7 @@ def measurement_repro(target: str, profile: str, engine: str, requirement: str,
     one call at two sizes), ending with the assertion that it passes."""
     kept = f", api={api!r}" if api is not None else ""
     return "\n".join([
-        "from policyspec.adapters import load_subject",
-        "from policyspec.profiles import get_profile",
-        "from policyspec.session import run_check",
+        "from policyspec import get_profile, load_subject, run_check",
         "",
         f"# {requirement} is a measurement by the {engine} engine, not a trace of calls.",
         f"subject = load_subject({target!r}{kept})",
@@ -138,8 +136,8 @@ def repro(
     if api is not None:
         kept = f", api={api!r}{kept}"
     lines = [
-        "from policyspec.adapters import load_subject",
-        *(["from policyspec.environment import policy_environment"] if seed is not None else []),
+        "from policyspec import load_subject" + (", policy_environment" if seed is not None
+                                                  else ""),
         "",
         f"subject = load_subject({target!r}{kept})",
         "key = subject.make_key",
@@ -171,7 +169,7 @@ def repro(
             f"# {requirement} must hold on these calls: replayed in lockstep with the spec's "
             "model,",
             "# this fails with the requirement's message until the policy is fixed.",
-            "from policyspec.assertions import assert_requirement_holds",
+            "from policyspec import assert_requirement_holds",
             "",
             f"TRACE = {trace_literal(trace)}",
             f"assert_requirement_holds(subject, {profile!r}, {capacity}, TRACE, "

@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from policyspec.exits import EXIT_CONFORMS, EXIT_FAILS, EXIT_USAGE
 from policyspec.vllm.drift.compare import Difference, differences
 from policyspec.vllm.drift.fingerprint import Fingerprint
 
@@ -43,7 +44,7 @@ class Drift:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.status == KNOWN else 1
+        return EXIT_CONFORMS if self.status == KNOWN else EXIT_FAILS
 
     def _what(self) -> str:
         version = self.fingerprint.vllm
@@ -121,7 +122,7 @@ def unreadable_json(source: str, error: str) -> dict[str, Any]:
         "source": source,
         "vllm": None,
         "status": "unreadable",
-        "exit": 2,
+        "exit": EXIT_USAGE,
         "revision": None,
         "nearest": None,
         "driven": False,
