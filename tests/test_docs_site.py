@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = sorted((ROOT / "spec").glob("*.md")) + [ROOT / "README.md"]
+PAGES = [*sorted((ROOT / "spec").glob("*.md")), ROOT / "README.md"]
 """The pages whose Markdown is read: the site's and the repository's front page."""
 
 pytest.importorskip("mkdocs")
@@ -197,7 +197,7 @@ SYNOPSIS = "".join(f"policyspec {name} TARGET   # what {name} does\n"
     (f"# Page\n\n```text\n{SYNOPSIS}```sh\n{SYNOPSIS}```\n", "opens a fence inside"),
     (f"# Page\n\n~~~text\n{SYNOPSIS}~~~python\nx = 1\n~~~\n", "opens a fence inside"),
     # two blocks closed, the third never
-    (f"# Page\n\n```sh\nls\n```\n\n```sh\nls\n```\n\n```python\nx = 1\n", "never closed"),
+    ("# Page\n\n```sh\nls\n```\n\n```sh\nls\n```\n\n```python\nx = 1\n", "never closed"),
 ])
 def test_a_fence_fault_is_found(page: str, fault: str) -> None:
     found = fence_faults(page)
@@ -207,7 +207,7 @@ def test_a_fence_fault_is_found(page: str, fault: str) -> None:
 @pytest.mark.parametrize("page", [
     f"# Page\n\n```text\n{SYNOPSIS}```\n\n```sh\n{SYNOPSIS}```\n",
     # Markdown shown in a longer fence, and a fence of the other character inside
-    f"# Page\n\n````markdown\n```sh\nls\n```\n````\n\n~~~\n```sh\n~~~\n",
+    "# Page\n\n````markdown\n```sh\nls\n```\n````\n\n~~~\n```sh\n~~~\n",
     "# Page\n\nNo code at all; ``` in prose is not at a line's start.\n",
 ])
 def test_closed_fences_are_not_faults(page: str) -> None:
