@@ -105,11 +105,14 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
     seconds = time.monotonic() - started
-    from policyspec.vllm.releases import emulated
+    from policyspec.vllm.manager import release_for
+    from policyspec.vllm.releases import emulated, release_of
 
+    driven = release_of(release_for(guard.api))  # (the manager _record drove)
     print(f"{args.out}: {guard.calls:,} calls of {guard.target_name} in {seconds:.1f} s "
           f"({guard.writer.segment + 1} segment{'s' if guard.writer.segment else ''}), API "
-          f"{guard.api} behind {emulated(guard.api)}")
+          f"{guard.api} ({emulated(guard.api, manager=False)}) behind vLLM "
+          f"{driven.version if driven else release_for(guard.api)}'s manager (emulated)")
     if stopped is not None:
         print(f"stopped: {type(stopped).__name__}: {stopped}", file=sys.stderr)
     if guard.violations:
