@@ -186,3 +186,35 @@ def test_a_check_names_the_release_whose_manager_it_drove(
     out = capsys.readouterr().out
     assert code in (0, exits.EXIT_UNJUDGED), out  # (one engine leaves some MUSTs untested)
     assert f"profile core, API {api} ({release}'s manager and API)" in out
+
+
+@pytest.mark.parametrize(("api", "named"), [
+    ("R10", "api:     R10 (vLLM 0.34.0's API)"),
+    ("R9", "api:     R9 (vLLM 0.33.0's API)"),
+    ("R7", "api:     R7 (an API no vLLM release shipped)"),
+])
+def test_a_proof_names_the_release_of_its_api(api: str, named: str) -> None:
+    from policyspec.prove.crosshair_run import Budget
+    from policyspec.prove.proof_report import ProofReport
+
+    report = ProofReport("p.py:P against core", "refinement", [], Budget(10.0, 1, 1),
+                         target="p.py:P", profile="core", api=api)
+    assert named in report.to_text().splitlines()
+    assert f"({named.split('(', 1)[1]}" in report.to_report().to_text()
+    # the model's own proof has no policy, so no API line
+    assert "api:" not in ProofReport("model", "contracts", [], Budget(10.0, 1, 1)).to_text()
+
+
+def test_the_matrix_names_the_release_of_each_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from policyspec.reports.write import write_reports
+
+    paths = []
+    for api in ("R9", "R10"):
+        path = tmp_path / f"{api}.json"
+        write_reports(_report(api, {"vllm-manager": {"calls": 3}}), {"json": str(path)})
+        paths.append(str(path))
+    assert main(["report", *paths, "--label", "old", "--label", "new"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["old: PASS (none failing); API R9 (vLLM 0.33.0's manager and API)",
+                   "new: PASS (none failing); API R10 (vLLM 0.34.0's manager and API)"]
