@@ -107,6 +107,8 @@ def test_an_interrupt_is_exit_130_for_any_command(monkeypatch: pytest.MonkeyPatc
 @pytest.mark.parametrize(("argv", "command"), [
     (["new", "{tmp}/exists.py"], "new"),
     (["new", "{tmp}/policy.txt"], "new"),
+    (["new", "{tmp}/exists.py/policy.py"], "new"),
+    (["vectors", "--out", "{tmp}/exists.py/vectors"], "vectors"),
     (["vectors", "--check", "{tmp}"], "vectors"),
     (["vectors", "--check", "{tmp}/none"], "vectors"),
     (["report", "{tmp}/exists.py"], "report"),
@@ -118,6 +120,7 @@ def test_what_a_command_returns_is_in_its_row(tmp_path: Path, argv: list[str],
     (tmp_path / "exists.py").write_text("not a report, nor a history\n")
     code = main([part.format(tmp=tmp_path) for part in argv])
     assert code != 0 and code in COMMAND_EXITS[command]
+    assert (tmp_path / "exists.py").read_text() == "not a report, nor a history\n"
 
 
 # -- the vLLM release emulated -------------------------------------------------

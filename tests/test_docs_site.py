@@ -199,8 +199,10 @@ SYNOPSIS = "".join(f"policyspec {name} TARGET   # what {name} does\n"
     # two blocks closed, the third never
     ("# Page\n\n```sh\nls\n```\n\n```sh\nls\n```\n\n```python\nx = 1\n", "never closed"),
 ])
-def test_a_fence_fault_is_found(page: str, fault: str) -> None:
-    found = fence_faults(page)
+def test_a_fence_fault_is_found(tmp_path: Path, page: str, fault: str) -> None:
+    made_up = tmp_path / "page.md"
+    made_up.write_text(page, encoding="utf-8")
+    found = fence_faults(made_up.read_text(encoding="utf-8"))
     assert len(found) == 1 and fault in found[0], found
 
 

@@ -43,13 +43,15 @@ COMMAND_EXITS: dict[str, dict[int, str]] = {
     },
     "new": {
         EXIT_CONFORMS: "written",
-        EXIT_USAGE: "not written (PATH exists or is not a .py file, or a bad --class)",
+        EXIT_USAGE: "not written (PATH exists, is not a .py file or cannot be written, or a "
+        "bad --class)",
         EXIT_INTERRUPTED: _INTERRUPTED,
     },
     "vectors": {
         EXIT_CONFORMS: "written, or (--check) DIR is up to date",
         EXIT_FAILS: "(--check) DIR differs from what the model generates now",
-        EXIT_USAGE: "bad arguments (--check DIR is not a directory)",
+        EXIT_USAGE: "bad arguments (--check DIR is not a directory, --out DIR cannot be "
+        "written)",
         EXIT_INTERRUPTED: _INTERRUPTED,
     },
     "replay": {

@@ -52,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if not name.isidentifier():
         raise UsageError(f"--class {name!r} is not a Python class name")
-    write_atomic(path, made.source)
+    try:
+        write_atomic(path, made.source)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
     from policyspec.vllm.releases import emulated
 
     print(f"wrote {path}: {name}, API revision {args.api}, {emulated(args.api, manager=False)} "

@@ -34,7 +34,12 @@ def run(args: argparse.Namespace) -> int:
     from policyspec.vectors import generate, write_vectors
 
     if args.out:
-        for path in write_vectors(Path(args.out)):
+        try:
+            written = write_vectors(Path(args.out))
+        except OSError as exc:
+            raise UsageError(f"--out: cannot write into {args.out}: {exc.strerror or exc}"
+                             ) from None
+        for path in written:
             cases = len(path.read_text(encoding="utf-8").splitlines()) - 1
             print(f"{path}: {cases} cases")
         return EXIT_CONFORMS
