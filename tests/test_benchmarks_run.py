@@ -112,3 +112,23 @@ def test_the_prototype_c_recorder_forwards_and_records_every_call(tmp_path: Path
             calls, first = recorder.records(), (got, evicted)
     assert (got, evicted) == first and got[0] is not None and evicted
     assert calls == 13 and not sink  # buffers go to the sink every 8,192 records
+
+
+def test_the_step_count_charges_the_busy_time_to_the_requests_running() -> None:
+    from itertools import islice
+
+    from benchmarks.step_calls import count_steps
+    from policyspec.workload.reader import read_trace
+    from policyspec.workload.sample import sample_path
+
+    requests = list(islice(read_trace(sample_path()), 40))
+    alone = count_steps(requests, 256, 1)
+    # one request at a time: each runs its own decode steps, one per output token
+    assert alone.most_running == 1 and alone.mean_running == pytest.approx(1.0)
+    assert alone.steps >= sum(r.output_tokens for r in requests)
+    assert alone.requests == 40 and alone.calls > 0
+    together = count_steps(requests, 256, 8)
+    assert 1.0 < together.mean_running <= together.most_running <= 8
+    # the same requests overlap: fewer steps, the same order of calls
+    assert together.steps < alone.steps
+    assert together.calls_per_step > alone.calls_per_step

@@ -1,6 +1,7 @@
 """The ``policyspec`` command line.
 
-Exit codes are in ``policyspec.exits``. Each subcommand lives in
+Exit codes are in ``policyspec.exits``, which says which codes each command
+returns; every command's ``--help`` lists them from there. Each subcommand lives in
 ``policyspec.commands.<name>`` and registers itself through ``add_parser``.
 """
 
@@ -11,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from policyspec.exits import EXIT_USAGE, UsageError
+from policyspec.exits import EXIT_USAGE, UsageError, exits_help
 from policyspec.hash_order import run_under_fixed_hash
 
 __all__ = ["main"]
@@ -31,16 +32,24 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from policyspec import __version__
+    from policyspec.vllm.releases import releases_text
 
     parser = _Parser(
         prog="policyspec",
-        description="Executable specification and conformance suite for vLLM cache policies.",
+        description="Executable specification and conformance suite for vLLM cache policies "
+        f"(API revisions {releases_text()}, and older ones).",
+        epilog="Each command's --help lists the exit codes it returns: 0 conforms, 1 does not "
+        "(or interrupted), 2 could not run, 3 a MUST that applies was not judged, 4 incomplete "
+        "(time limit).",
     )
     parser.add_argument("--version", action="version", version=f"policyspec {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMANDS:
         module = importlib.import_module(f"policyspec.commands.{name}")
         module.add_parser(sub)
+        command = name.replace("_", "-")
+        # Written here from one table, so no command's help can leave a code out.
+        sub.choices[command].epilog = exits_help(command)
     return parser
 
 

@@ -84,13 +84,16 @@ def _shard(text: str) -> tuple[int, int]:
 def add_parser(sub: Any) -> None:
     from policyspec.engines import ENGINES
     from policyspec.options import DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
+    from policyspec.vllm.releases import releases_text
 
     parser = sub.add_parser(
         "check",
         help="check a policy against the spec",
         description="Check TARGET (pkg.module:Class or path/to/file.py:Class), built as "
         "Class(cache_capacity=N), or a policy in any language (--exec), against a profile. "
-        "Exit 0 conforms, 1 does not, 2 could not run, 3 a MUST that applies was not judged.",
+        "The policy is driven as the vLLM release of its API revision drives it, that "
+        f"release's manager emulated by the vllm-manager and trace engines ({releases_text()}); "
+        "the report names the release.",
     )
     parser.add_argument("target", nargs="?",
                         help="pkg.module:Class or path/to/file.py:Class (omitted with --exec)")

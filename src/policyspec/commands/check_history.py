@@ -18,6 +18,8 @@ __all__ = ["add_parser", "render", "verdict_document"]
 
 
 def add_parser(sub: Any) -> None:
+    from policyspec.vllm.releases import releases_text
+
     parser = sub.add_parser(
         "check-history",
         help="judge a recorded history against the model",
@@ -26,8 +28,9 @@ def add_parser(sub: Any) -> None:
         "id and call number) with a replayable window. Rotated segments PATH.NNNNNN are "
         "read after PATH. --json-report, --junit-xml, --html-report and --markdown write "
         "the report family of policyspec check (the window of each failure as its trace). "
-        "Exit 0 conforms, 1 the gate profile fails or the caller contract is broken, 2 "
-        "could not judge, 3 the gate profile could not be judged.",
+        "A history records the calls of the vLLM that ran the policy (in production, or "
+        f"policyspec record's emulated manager); it is judged as the API of its revision's "
+        f"release ({releases_text()}), which the report names.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="history file(s), in order")
     parser.add_argument("--profile", help="judge this profile only (default: core, lru and "
@@ -108,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from policyspec.history.format import HistoryError
     from policyspec.history.judge import IN_PLACE, judge_paths, window_case
     from policyspec.profiles import get_profile
+    from policyspec.vllm.releases import emulated
 
     profiles: tuple[str, ...] | None = None
     if args.profile:
@@ -127,8 +131,10 @@ def run(args: argparse.Namespace) -> int:
     except HistoryError as exc:
         raise UsageError(str(exc)) from None
     h = verdict.header
+    api = str(h.get("api") or "R9")
     print(f"{args.paths[0]}: {verdict.calls:,} calls (capacity {h.get('capacity')}, target "
-          f"{h.get('target')}, recorded in {h.get('mode')} mode)")
+          f"{h.get('target')}, recorded in {h.get('mode')} mode; API {api}, "
+          f"{emulated(api, manager=False)})")
     for gap in verdict.gaps:
         print(f"warning: {gap}")
     for line in render(verdict):

@@ -15,6 +15,8 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
+    from policyspec.vllm.releases import releases_text
+
     parser = sub.add_parser(
         "drift",
         help="compare a vLLM's policy interface with the revisions policyspec knows",
@@ -22,9 +24,9 @@ def add_parser(sub: Any) -> None:
         "or a vLLM wheel file; or a source tree holding vllm/v1/kv_offload) with ast and "
         "compare what the spec depends on (CachePolicy's methods and their parameters, "
         "defaults that call other methods, ChunkStatus, ReqContext, the policy methods the "
-        "managers call) with the API revisions policyspec knows. Exit 0 and the revision "
-        "when it is a known one; 1 and every difference from the nearest known revision; "
-        "2 when it cannot be read.",
+        "managers call) with the API revisions policyspec knows, the ones the releases it "
+        f"emulates ship ({releases_text()}) among them: the known revision, or every "
+        "difference from the nearest one.",
     )
     parser.add_argument("vllm", nargs="?", metavar="VLLM",
                         help="a vLLM wheel file or source tree (default: the importable vllm)")

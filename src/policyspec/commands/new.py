@@ -14,13 +14,15 @@ __all__ = ["add_parser"]
 
 def add_parser(sub: Any) -> None:
     from policyspec.starter import newest_released, released
+    from policyspec.vllm.releases import releases_text
 
     parser = sub.add_parser(
         "new",
         help="write a starting policy",
         description="Write PATH: a least-recently-used policy for a vLLM API revision, typed "
         "against that revision's Protocol (policyspec.protocols), that passes the core "
-        "profile as written; comments mark where your choices go (spec/new.md).",
+        "profile as written; comments mark where your choices go (spec/new.md). The default "
+        f"revision is the newest vLLM release's ({releases_text()}).",
     )
     parser.add_argument("path", metavar="PATH", help="the .py file to write (must not exist)")
     parser.add_argument("--api", default=newest_released(), choices=released(),
@@ -50,7 +52,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if not name.isidentifier():
         raise UsageError(f"--class {name!r} is not a Python class name")
-    write_atomic(path, made.source)
-    print(f"wrote {path}: {name}, API revision {args.api} ({made.revision.summary})\n"
+    try:
+        write_atomic(path, made.source)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    from policyspec.vllm.releases import emulated
+
+    print(f"wrote {path}: {name}, API revision {args.api}, {emulated(args.api, manager=False)} "
+          f"({made.revision.summary})\n"
           f"check it with: policyspec check {path}:{name}", file=sys.stdout)
     return EXIT_CONFORMS

@@ -37,6 +37,7 @@ def add_parser(sub: Any) -> None:
     from policyspec.prove.canonical import OPERATIONS
     from policyspec.prove.proof_target import DECLARED
     from policyspec.prove.run import DEFAULT_MODEL_BUDGET, DEFAULT_TARGET_BUDGET
+    from policyspec.vllm.releases import releases_text
 
     parser = sub.add_parser(
         "prove",
@@ -44,10 +45,9 @@ def add_parser(sub: Any) -> None:
         description="With --model: CrossHair checks the model's own contracts. With TARGET: "
         "every operation of the policy's API revision is checked against the profile's "
         "model from a symbolic pre-state, the state built and read back through the "
-        "policy's own methods (spec/prove.md). Exit codes as check's verdicts: 0 every "
-        "obligation confirmed over all paths, 1 a counterexample (printed with its minimal "
-        "trace and a pytest test) or interrupted, 2 could not run, 3 no counterexample but "
-        "paths left unexplored (unjudged), 4 the deadline stopped it (incomplete).",
+        "policy's own methods (spec/prove.md), its operations those of the vLLM release of "
+        f"its revision ({releases_text()}), with no manager emulated; the report names the "
+        "release.",
     )
     parser.add_argument("target", nargs="?", help="pkg.module:Class or path/to/file.py:Class")
     parser.add_argument("--model", action="store_true", help="prove the model itself")

@@ -18,13 +18,17 @@ __all__ = ["add_parser", "record"]
 
 
 def add_parser(sub: Any) -> None:
+    from policyspec.vllm.releases import RELEASES, releases_text
+
     parser = sub.add_parser(
         "record",
-        help="record a history of a policy behind the emulated vLLM manager (0.33 or 0.34)",
+        help="record a history of a policy behind the emulated vLLM manager "
+        f"({' or '.join(r.version for r in RELEASES)})",
         description="Drive TARGET (pkg.module:Class or path/to/file.py:Class) under "
-        "policyspec.guard through the manager workload and write its history to PATH. "
-        "Exit 0 when the run completed, 1 when the policy or the manager raised (the "
-        "history is written up to that call) or, in check mode, a rule was broken.",
+        "policyspec.guard through the manager workload and write its history to PATH. The "
+        "manager is the emulated one of the vLLM release of the policy's API revision "
+        f"({releases_text()}; an older revision with request hooks: vLLM "
+        f"{RELEASES[0].version}'s); the summary names it.",
     )
     parser.add_argument("target", metavar="TARGET")
     parser.add_argument("--out", required=True, metavar="PATH", help="the history file")
@@ -101,8 +105,14 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ImportError) as exc:
         raise UsageError(str(exc)) from None
     seconds = time.monotonic() - started
+    from policyspec.vllm.manager import release_for
+    from policyspec.vllm.releases import emulated, release_of
+
+    driven = release_of(release_for(guard.api))  # (the manager _record drove)
     print(f"{args.out}: {guard.calls:,} calls of {guard.target_name} in {seconds:.1f} s "
-          f"({guard.writer.segment + 1} segment{'s' if guard.writer.segment else ''})")
+          f"({guard.writer.segment + 1} segment{'s' if guard.writer.segment else ''}), API "
+          f"{guard.api} ({emulated(guard.api, manager=False)}) behind vLLM "
+          f"{driven.version if driven else release_for(guard.api)}'s manager (emulated)")
     if stopped is not None:
         print(f"stopped: {type(stopped).__name__}: {stopped}", file=sys.stderr)
     if guard.violations:

@@ -22,13 +22,16 @@ __all__ = ["add_parser"]
 
 def add_parser(sub: Any) -> None:
     from policyspec.options import DEFAULT_CALL_TIMEOUT
+    from policyspec.vllm.releases import releases_text
 
     parser = sub.add_parser(
         "replay",
         help="run golden vectors against a policy",
         description="Replay the vector files (*.jsonl) of DIR against TARGET (a Python "
         "class, as for check) or a policy in any language (--exec). Cases of the profiles "
-        "the chosen profile includes run. Exit 0 all pass, 1 a case fails, 2 could not run.",
+        "the chosen profile includes run. The calls go straight to the policy's API, as the "
+        f"vLLM release of its revision makes them ({releases_text()}), with no manager "
+        "emulated; the summary names the release.",
     )
     parser.add_argument("directory", metavar="DIR", help="directory of vector files")
     parser.add_argument("target", nargs="?",
@@ -117,7 +120,8 @@ def _report(results: list[Any], args: argparse.Namespace, report: Report) -> int
     if not args.quiet:
         must = sum(1 for r in failed if r.level == "MUST")
         print(f"{len(results)} cases, {len(results) - len(failed)} passed, {len(failed)} failed "
-              f"({must} MUST, {len(failed) - must} SHOULD)")
+              f"({must} MUST, {len(failed) - must} SHOULD); API {report.api} "
+              f"({report.emulated})")
     if not results:
         print("policyspec: error: no case applies to this profile", file=sys.stderr)
         return EXIT_USAGE

@@ -14,15 +14,17 @@ __all__ = ["add_parser"]
 
 
 def add_parser(sub: Any) -> None:
+    from policyspec.vllm.releases import releases_text
+
     parser = sub.add_parser(
         "report",
         help="matrix and diff pages from JSON reports; merge shards into one verdict",
         description="Read JSON reports (--json-report of check). Without --merge: a matrix of "
         "the runs (columns) against requirements (rows) and what changed between runs of one "
-        "target, as HTML (--html) or Markdown (--markdown); exit 0 once written. With --merge: "
+        "target, as HTML (--html) or Markdown (--markdown). With --merge: "
         "the reports are the shards 1..N of one campaign (check --shard K/N); they are "
-        "combined into one report; exit 0 conforms, 1 does not, 2 the shards do not make one "
-        "complete campaign, 3 a MUST that applies was not judged in any shard.",
+        "combined into one report. Each run's line names the vLLM release it emulated "
+        f"({releases_text()}).",
     )
     parser.add_argument("reports", nargs="+", metavar="REPORT.json", help="JSON reports")
     parser.add_argument("--merge", action="store_true",
@@ -87,7 +89,8 @@ def _matrix(args: argparse.Namespace, loaded: list[tuple[str, Any]]) -> int:
     if not args.quiet and args.markdown != "-":
         for run in runs:
             failing = ", ".join(f.requirement for f in run.report.failures) or "none failing"
-            print(f"{run.label}: {run.report.verdict.upper()} ({failing})")
+            print(f"{run.label}: {run.report.verdict.upper()} ({failing}); API "
+                  f"{run.report.api} ({run.report.emulated})")
         if args.html:
             print(f"matrix of {len(runs)} runs written to {args.html}")
     return EXIT_CONFORMS

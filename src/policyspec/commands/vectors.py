@@ -20,7 +20,8 @@ def add_parser(sub: Any) -> None:
         help="write the golden vectors (JSON Lines) generated from the model",
         description="Write the golden vectors: vLLM's scenarios, one case per catalogued "
         "fault, and seeded random walks, each call with the results the model requires. "
-        "Regenerating gives byte-identical files.",
+        "Regenerating gives byte-identical files. They hold policy calls, no vLLM release's "
+        "manager: replay plays them on a policy of any release.",
     )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--out", metavar="DIR", help="write the files into DIR")
@@ -33,7 +34,12 @@ def run(args: argparse.Namespace) -> int:
     from policyspec.vectors import generate, write_vectors
 
     if args.out:
-        for path in write_vectors(Path(args.out)):
+        try:
+            written = write_vectors(Path(args.out))
+        except OSError as exc:
+            raise UsageError(f"--out: cannot write into {args.out}: {exc.strerror or exc}"
+                             ) from None
+        for path in written:
             cases = len(path.read_text(encoding="utf-8").splitlines()) - 1
             print(f"{path}: {cases} cases")
         return EXIT_CONFORMS

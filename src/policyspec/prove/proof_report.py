@@ -168,9 +168,12 @@ class ProofReport:
         return [self._row(r, failed_in.get(r.name, [])) for r in self.results]
 
     def to_text(self) -> str:
+        from policyspec.vllm.releases import emulated
+
         b = self.budget
         out = [
             f"policyspec prove: {self.title}",
+            *([f"api:     {self.api} ({emulated(self.api, manager=False)})"] if self.api else []),
             f"method:  {self.method}",
             *(f"bounds:  {line}" for line in self.bounds),
             f"budget:  {b.seconds:g} s target, {b.workers} CrossHair "

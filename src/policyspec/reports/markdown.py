@@ -41,7 +41,8 @@ def run_markdown(report: Report) -> str:
     lines = [
         f"## policyspec: {report.verdict.upper()} `{report.target}` ({report.profile})",
         "",
-        f"API {report.api}, seed {s.get('seed')}, {s.get('calls', 0):,} checked calls, "
+        f"API {report.api} ({report.emulated}), seed {s.get('seed')}, "
+        f"{s.get('calls', 0):,} checked calls, "
         f"{float(s.get('seconds', 0.0)):.1f} s"
         + (f", merged from {len(s['merged_shards'])} shards" if "merged_shards" in s else "")
         + f". Requirements: {status_counts(report)}.",

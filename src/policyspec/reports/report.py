@@ -21,6 +21,7 @@ from policyspec import SPEC_VERSION, __version__
 from policyspec.witness.steps import numbered
 
 __all__ = [
+    "MANAGER_ENGINES",
     "SCHEMA",
     "FailureReport",
     "Report",
@@ -101,6 +102,10 @@ def _found(failure: FailureReport) -> str:
             f"call{'' if calls == 1 else 's'}")
 
 
+MANAGER_ENGINES = ("vllm-manager", "trace")
+"""The engines that drive the policy through an emulated vLLM manager."""
+
+
 class ReportError(ValueError):
     """A file that is not a policyspec JSON report this version can read."""
 
@@ -130,6 +135,18 @@ class Report:
     """Why the verdict is what it is, in one line (``policyspec.reports.verdict``):
     the MUSTs left unjudged, the engine errors beside a failure; empty for
     a plain pass or fail."""
+
+    @property
+    def emulated(self) -> str:
+        """The vLLM release the run stood for, in words: whose API it called
+        and, when an engine drove a manager (``MANAGER_ENGINES``), whose
+        manager; a replay, a proof or a history called no manager."""
+        from policyspec.vllm.releases import emulated
+
+        engines = self.stats.get("engines") or {}
+        driven = any(isinstance(engines.get(name), dict) and engines[name].get("calls")
+                     for name in MANAGER_ENGINES)
+        return emulated(self.api, manager=driven)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -226,7 +243,8 @@ class Report:
         """The terminal's report; ``verbose`` (``-v``) adds ``details``."""
         lines = [
             f"policyspec {__version__} (spec {SPEC_VERSION}): {self.target}",
-            f"profile {self.profile}, API {self.api}, seed {self.stats.get('seed')}",
+            f"profile {self.profile}, API {self.api} ({self.emulated}), seed "
+            f"{self.stats.get('seed')}",
         ]
         lines += [f"note: {n}" for n in self.notes]
         if verbose:

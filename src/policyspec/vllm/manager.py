@@ -72,8 +72,13 @@ RELEASES = ("0.33", "0.34")
 
 def release_for(api: str) -> str:
     """The manager release that drives a policy of API revision ``api``:
-    0.34's for R10, 0.33's for every revision with request hooks before it."""
-    return "0.34" if api == "R10" else "0.33"
+    0.34's for R10, 0.33's for every revision with request hooks before it
+    (``releases.manager_release``, which names the release in reports)."""
+    from policyspec.vllm.releases import RELEASES as SHIPPED
+    from policyspec.vllm.releases import manager_release
+
+    release = manager_release(api)
+    return (release or SHIPPED[0]).series
 
 
 @dataclass(slots=True)

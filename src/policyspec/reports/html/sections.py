@@ -65,7 +65,7 @@ def facts_list(report: Report, *, source: str = "") -> str:
     rows: list[tuple[str, str]] = [
         ("Target", f"<code>{esc(report.target)}</code>"),
         ("Profile", esc(report.profile)),
-        ("API revision", esc(report.api)),
+        ("API revision", f"{esc(report.api)} ({esc(report.emulated)})"),
     ]
     if "cases" in s:
         rows.append(("Cases", f"{_number(s['cases'])} ({_number(s.get('failed', 0))} failed)"))
