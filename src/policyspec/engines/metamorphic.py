@@ -26,6 +26,7 @@ from policyspec.model.evict import evict_violation
 from policyspec.model.state import IDLE, State
 from policyspec.model.step import ProfileModel
 from policyspec.profiles import Profile, get_profile
+from policyspec.registry import load_registry
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import Comparison, EngineRun, Finding
 from policyspec.sources.action_source import ActionSource
@@ -479,7 +480,8 @@ class _Judge:
                 _origin_requirement(relation, step, out, refs),
                 f"{head}, step {last + 1} ({describe(step.action)}{_was(step.origin, last)}) "
                 f"gave {_show(step.action, out)}; {relation.compared} gave "
-                f"{_show(step.action, expected)}",
+                f"{_show(step.action, expected)}; the spec requires the same result "
+                f"({_title(relation.requirement)})",
                 trace,
                 step.origin + 1,
                 compared,
@@ -493,6 +495,12 @@ class _Judge:
             after + 1,
             compared,
         )
+
+
+def _title(requirement: str) -> str:
+    """The requirement's title, as the registry words it."""
+    known = load_registry().get(requirement)
+    return known.title if known is not None else requirement
 
 
 def _comparison(relation: Relation, steps: Sequence[Step], second: Sequence[Step]) -> Comparison:

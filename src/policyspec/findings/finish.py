@@ -216,11 +216,12 @@ def _shrink_costly(
     made, and the message of the last replay of the result (None: none)."""
     spent = 0
     made = 0
+    most = COSTLY_REPLAYS - 2  # the last two are for the final simplifications
     worded: dict[tuple[Action, ...], str] = {}
 
     def fails(candidate: Sequence[Action]) -> bool:
         nonlocal spent, made
-        if spent >= COSTLY_REPLAYS or made >= tries:
+        if spent >= most or made >= tries:
             return False  # the shortest so far stands
         made += 1
         failure = failure_of(subject, profile, capacity, candidate, fatal=COSTLY.__contains__)
@@ -230,10 +231,17 @@ def _shrink_costly(
         worded[tuple(candidate)] = failure.message
         return failure.requirement == requirement
 
-    best = shrink(trace, fails, max_tries=tries)
-    # Two whole-trace simplifications, one costly replay each: no protected
-    # key that is never stored, and keys named 0, 1, 2, ...
-    for simpler in (_stored_protected_only, renumbered):
+    best = trace
+    # Whole-trace simplifications first, one costly replay each (no
+    # protected key the trace never stores, every evict asking for one),
+    # then steps dropped, then the same evicts and the keys named 0, 1, 2.
+    for simpler in (_stored_protected_only, _one_evicted):
+        candidate = simpler(best)
+        if candidate != best and fails(candidate):
+            best = candidate
+    best = shrink(best, fails, max_tries=tries)
+    most = COSTLY_REPLAYS
+    for simpler in (_one_evicted, renumbered):
         candidate = simpler(best)
         if candidate != best and fails(candidate):
             best = candidate
@@ -245,6 +253,11 @@ def _stored_protected_only(trace: Sequence[Action]) -> tuple[Action, ...]:
     stored = {a[1] for a in trace if a[0] == "insert"}
     return tuple(("evict", a[1], type(a[2])(k for k in a[2] if k in stored))
                  if a[0] == "evict" else a for a in trace)
+
+
+def _one_evicted(trace: Sequence[Action]) -> tuple[Action, ...]:
+    """``trace`` with every evict asking for one key."""
+    return tuple(("evict", 1, a[2]) if a[0] == "evict" and a[1] > 1 else a for a in trace)
 
 
 def _at_smaller(

@@ -40,6 +40,8 @@ def run_details(run: EngineRun, capacity: int, fixed: bool) -> list[str]:
         lines.append(f"states reached: {counts['state_keys'] / samples:.0f} keys and "
                      f"{counts['state_idle'] / samples:.0f} idle on average (capacity "
                      f"{capacity})")
+    if counts.get("time_limits"):
+        lines.append(f"{counts['time_limits']} calls ended at the call time limit")
     if counts.get("copies", 1) > 1:
         lines.append(f"{counts['copies']} copies ran at once (--jobs), their counts summed")
     return lines

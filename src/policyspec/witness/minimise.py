@@ -46,7 +46,9 @@ MANAGED_EXTRA = 4
 def minimise(trace: Sequence[Action], fails: Fails) -> tuple[Action, ...]:
     """The generic shrinker, then rounds of: forget keys, forget one life
     of a key, evict fewer, shrink again, until a round gains nothing (at most ``ROUNDS``)."""
-    best = shrink(trace, fails)
+    # Protecting fewer keys first: at most two replays an evict, and each
+    # protected key a shrink would otherwise drop one replay at a time.
+    best = shrink(fewer_protected(tuple(trace), fails), fails)
     for _ in range(ROUNDS):
         before = best
         best = drop_keys(best, fails)

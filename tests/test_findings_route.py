@@ -1,0 +1,158 @@
+"""The route from a finding to the report, on policies written as a new
+author would (tests/newcomers/): the requirement named is the one the spec
+says is broken, whichever engine noticed; a requirement a reported witness
+breaks is never PASS; a hang is API-RETURNS alone, at a bounded count of
+time limits; a witness is as short as the fault allows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from policyspec.adapters import load_subject
+from policyspec.engines import ENGINES
+from policyspec.findings.finish import COSTLY_REPLAYS, _request_level_blame
+from policyspec.options import CheckOptions
+from policyspec.profiles import get_profile
+from policyspec.reports.build import assemble
+from policyspec.reports.report import FAIL, PASS, FailureReport, Report
+from policyspec.run.result import EngineRun
+from policyspec.session import check_target, run_check
+
+HERE = Path(__file__).parent
+NEW = HERE / "newcomers"
+FAULTY = HERE / "faulty"
+
+
+def _check(target: str, profile: str, engine: str, *, budget: float = 1.0,
+           seed: int = 0) -> Report:
+    subject = load_subject(target)
+    return run_check(subject, get_profile(profile), options=CheckOptions(jobs=1),
+                     engines=[engine], budget=budget, seed=seed)
+
+
+def _status(report: Report, rid: str) -> str:
+    return next(s.status for s in report.requirements if s.id == rid)
+
+
+# -- a failed evict that changes later results --------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(7, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("target", [
+    # R10, the hand and the second chances move on a refused evict
+    f"{NEW / 'clock_failed_evict_moves_hand.py'}:ClockCachePolicy",
+    # the seed API: a refused evict refreshes the ages it scanned
+    f"{FAULTY / 'clock_failed_evict_restamps.py'}:Policy",
+    # the seed API: a refused evict reorders the idle list
+    f"{FAULTY / 'failed_evict_reorders.py'}:Policy",
+])
+def test_a_failed_evict_that_changes_later_results_is_evict_atomic(target: str,
+                                                                   seed: int) -> None:
+    report = _check(target, "core", "metamorphic", seed=seed)
+    assert [f.requirement for f in report.failures] == ["EVICT-ATOMIC"], report.failures
+    assert _status(report, "EVICT-ATOMIC") == FAIL
+    # never blamed on threads: none of these policies has one, and the
+    # trace of the witness passes from one thread and from two
+    assert _status(report, "API-ANY-THREAD") != FAIL
+    message = report.failures[0].message
+    assert message.endswith(")") or message.endswith("."), message  # not cut off
+
+
+def test_threads_are_blamed_only_where_the_trace_fails_with_them() -> None:
+    # A witness whose trace passes on its own replay (a relation's, the
+    # manager's bookkeeping, a measurement) keeps the id its engine gave it.
+    subject = load_subject("policyspec.reference:LRU034CachePolicy")
+    profile = get_profile("core")
+    trace = (("insert", 0, -1), ("finish_store", 0), ("evict", 1, frozenset()))
+    for rid in ("EVICT-ATOMIC", "MANAGER-IDLE-COUNT", "GET-PURE"):
+        assert _request_level_blame(subject, profile, 8, trace, rid, "m") == (rid, "m")
+
+
+def test_a_requirement_an_engine_saw_broken_is_never_pass() -> None:
+    subject = load_subject("policyspec.reference:LRUCachePolicy")
+    profile = get_profile("lru")
+    run = EngineRun(engine="fast")
+    run.checked.update({"LRU-ORDER-KEPT": 5, "LRU-MARK-RECENCY": 5})
+    failure = FailureReport("LRU-MARK-RECENCY", "MUST", "t", "m", ["step"], "", "fast",
+                            also_breaks=["LRU-ORDER-KEPT"])
+    report = assemble(subject, profile, [run], [failure], seed=0, strict=False, capacity=8,
+                      seconds=0.0)
+    assert _status(report, "LRU-MARK-RECENCY") == FAIL
+    assert _status(report, "LRU-ORDER-KEPT") == FAIL
+    kept = next(s for s in report.requirements if s.id == "LRU-ORDER-KEPT")
+    assert "LRU-MARK-RECENCY" in kept.reason
+    without = assemble(subject, profile, [run], [FailureReport(
+        "LRU-MARK-RECENCY", "MUST", "t", "m", ["step"], "", "fast")], seed=0, strict=False,
+        capacity=8, seconds=0.0)
+    assert _status(without, "LRU-ORDER-KEPT") == PASS
+
+
+# -- a witness as short as the fault --------------------------------------------
+
+
+@pytest.mark.parametrize(("engine", "seed"), [
+    ("fast", 7), ("exhaustive", 0),
+    *(pytest.param(e, s, marks=pytest.mark.slow)
+      for e, s in (("fast", 0), ("stateful", 7), ("metamorphic", 0))),
+])
+def test_a_remove_that_leaves_its_key_idle_shows_in_a_few_steps(engine: str, seed: int) -> None:
+    report = _check(f"{NEW / 'remove_leaves_key_idle.py'}:LeakyLRU", "core", engine,
+                    seed=seed)
+    assert [f.requirement for f in report.failures] == ["EVICT-IDLE-ONLY"]
+    trace = report.failures[0].trace
+    # insert (idle, or in flight and completed), remove, evict: nothing else
+    assert len(trace) <= 4, trace
+    assert trace[-2] == "remove key 0"
+    assert "protected=[]" in trace[-1]
+
+
+# -- a fault past a size: FAIL, never ERROR --------------------------------------
+
+
+@pytest.mark.slow
+def test_an_idle_list_that_drops_its_oldest_key_at_1024_fails() -> None:
+    # the seed API under the exact lru profile: the lost key is a needless
+    # refusal of evict (LRU-LIVENESS), seen only past 1,024 idle keys
+    report = _check(f"{NEW / 'ring_lru_recycles_at_1024_idle.py'}:RingLRU", "lru", "size",
+                    budget=2.0)
+    assert report.verdict == FAIL and not report.errors
+    assert [f.requirement for f in report.failures] == ["LRU-LIVENESS"]
+    # R10 under core: the same loss is a SHOULD (EVICT-LIVENESS) that only
+    # the size engine can see: reported, not only counted
+    report = _check(f"{NEW / 'ring_recycles_at_1024_idle.py'}:RingCachePolicy", "core",
+                    "size", budget=2.0)
+    assert not report.errors
+    assert [f.requirement for f in report.failures] == ["EVICT-LIVENESS"]
+    assert "fill 10" in report.failures[0].message  # at fill 1,025 or so
+
+
+# -- a hang --------------------------------------------------------------------------
+
+
+def _time_limit_bound(profile: str) -> int:
+    """What hangs may cost a run: each engine part stops at its first hang
+    (a second for a part that judges what it drew), and the route's
+    shrinking spends at most COSTLY_REPLAYS."""
+    chosen = get_profile(profile)
+    parts = sum(e.parts for e in ENGINES.values() if e.default and e.applies(chosen))
+    return 2 * parts + COSTLY_REPLAYS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("target", "isolate"), [
+    (f"{NEW / 'hang_in_evict_at_four.py'}:HangingLRU", True),  # R10, in a child process
+    (f"{HERE / 'hostile' / 'hang_in_evict.py'}:Policy", False),  # seed API, in process
+])
+def test_a_hang_in_evict_is_api_returns_alone(target: str, isolate: bool) -> None:
+    report = check_target(target, "core", CheckOptions(isolate=isolate, call_timeout=1.0,
+                                                       budget=1.0, jobs=2))
+    assert [f.requirement for f in report.failures] == ["API-RETURNS"]
+    for consequence in ("API-NO-RAISE", "API-PROCESS-ALIVE"):
+        assert _status(report, consequence) != FAIL
+    spent = report.stats["time_limits"]
+    assert 1 <= spent <= _time_limit_bound("core"), spent
+    trace = report.failures[0].trace
+    assert len(trace) <= 5, trace  # the hang needs at most four keys stored, then evict
+    assert trace[-1].startswith("evict(1, protected=[]")
