@@ -40,7 +40,7 @@ def test_the_changelog_reads_and_lists_versions_newest_first() -> None:
 def test_the_newest_version_is_spec_version_and_the_one_spec_readme_names() -> None:
     assert VERSIONS[0].text == SPEC_VERSION, (
         f"spec/CHANGELOG.md's newest version is {VERSIONS[0].text}, policyspec.SPEC_VERSION "
-        f"is {SPEC_VERSION}: bump SPEC_VERSION (src/policyspec/__init__.py) with the changelog"
+        f"is {SPEC_VERSION}: bump SPEC_VERSION (src/policyspec/version.py) with the changelog"
     )
     readme = (spec_dir() / "README.md").read_text(encoding="utf-8")
     named = re.search(r"Spec version \*\*(\d+\.\d+\.\d+)\*\*", readme)

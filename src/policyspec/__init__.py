@@ -11,9 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-SPEC_VERSION = "1.2.0"
-"""Version of the normative text in spec/; reports carry it."""
+from policyspec.version import SPEC_VERSION, __version__
 
 _FRONT: dict[str, tuple[str, ...]] = {
     # Running a check, and what it runs on.

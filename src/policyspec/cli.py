@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from policyspec import __version__
+    from policyspec.version import __version__
     from policyspec.vllm.releases import releases_text
 
     parser = _Parser(

@@ -69,7 +69,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     """Say when this pytest hashes keys under a seed of its own: a policy
     that acts on set order then does other work than under the
     ``policyspec`` command (policyspec.hash_order)."""
-    from policyspec import hash_order
+    import policyspec.hash_order as hash_order
 
     if not config.getoption("policy", None) or hash_order.fixed():
         return []

@@ -140,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
     for line in render(verdict):
         print(line)
     if args.cases and cases:
-        from policyspec import SPEC_VERSION
         from policyspec.vectors.schema import SCHEMA, dump_line
+        from policyspec.version import SPEC_VERSION
 
         unique = list({json.dumps(c["calls"]): c for c in cases.values()}.values())
         directory = Path(args.cases)

@@ -79,10 +79,10 @@ def _subject(args: argparse.Namespace) -> Iterator[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from policyspec import SPEC_VERSION
     from policyspec.harness.watchdog import Watchdog
     from policyspec.profiles import get_profile
     from policyspec.vectors import VectorError, read_vectors, replay_directory, vector_files
+    from policyspec.version import SPEC_VERSION
 
     try:
         profile = get_profile(args.profile)

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, Final
 
-from policyspec import SPEC_VERSION, __version__
+from policyspec.version import SPEC_VERSION, __version__
 
 __all__ = [
     "ACCESS",

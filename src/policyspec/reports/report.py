@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from policyspec import SPEC_VERSION, __version__
+from policyspec.version import SPEC_VERSION, __version__
 from policyspec.witness.steps import numbered
 
 __all__ = [

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from policyspec import SPEC_VERSION
 from policyspec.engines.exhaustive import Bounds, candidate_actions, named
 from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
@@ -22,6 +21,7 @@ from policyspec.profiles import get_profile
 from policyspec.vectors.scenarios import FAULT_CASES, VLLM_CASES
 from policyspec.vectors.schema import SCHEMA, dump_line
 from policyspec.vectors.script import Script
+from policyspec.version import SPEC_VERSION
 
 __all__ = ["FILES", "generate", "render", "walk", "write_vectors"]
 

@@ -18,7 +18,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from policyspec import hash_order
+import policyspec.hash_order as hash_order
 from policyspec.adapters import load_subject
 from policyspec.adapters.seed import unwrap
 from policyspec.subject import Subject
@@ -152,7 +152,7 @@ class Campaign:
         return "fail" if any(row.passed is False for row in gate(self)) else "pass"
 
     def to_json(self) -> dict[str, Any]:
-        from policyspec import __version__
+        from policyspec.version import __version__
 
         return {
             "schema": SCHEMA,

@@ -89,7 +89,7 @@ class Drift:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        from policyspec import __version__
+        from policyspec.version import __version__
 
         near = self.nearest
         return {
@@ -114,7 +114,7 @@ class Drift:
 
 def unreadable_json(source: str, error: str) -> dict[str, Any]:
     """The JSON of a run that could not read its vLLM (exit 2)."""
-    from policyspec import __version__
+    from policyspec.version import __version__
 
     return {
         "schema": SCHEMA,
