@@ -1,0 +1,109 @@
+"""Errors that are policyspec's own gaps, not the policy's faults.
+
+Without vLLM a policy runs on the stand-ins. When a call of the policy
+reaches a vLLM name the stand-ins do not model (an armed placeholder), or an
+attribute a stand-in module or class lacks, the exception says nothing
+about the policy: judging it (API-NO-RAISE, HOOK-TOTAL, ...) would blame
+the policy for what policyspec is missing. Every place that turns an
+exception of a policy call into a finding asks ``raise_if_gap`` first; it
+raises ``StandinGap``, which derives from ``BaseException`` so that no
+``except Exception`` on the way (an engine, a worker, Hypothesis) can turn
+it into a verdict, and every command reports it as a usage error: exit 2
+with one line naming the name and the remedy.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+from types import ModuleType
+
+from policyspec.vllm.standins.placeholders import PlaceholderUsedError, StandinModule
+
+__all__ = ["StandinGap", "gap_of", "raise_if_gap"]
+
+_OWN_DIR = str(Path(__file__).resolve().parents[2])
+_STANDINS = "policyspec.vllm.standins"
+
+
+class StandinGap(BaseException):
+    """A policy call reached something policyspec's vLLM stand-ins lack;
+    ``str()`` is the one line a command prints before exiting 2."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _where(exc: BaseException) -> str:
+    """``file:line: `` of the frame nearest the error outside policyspec."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(("<", _OWN_DIR))]
+    if not frames:
+        return ""
+    return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}: "
+
+
+def _standin_class(cls: type) -> bool:
+    return cls.__module__.startswith(_STANDINS) and cls is not StandinModule
+
+
+def _lacking(obj: object) -> str | None:
+    """What lacks the attribute, when ``obj`` (an AttributeError's object)
+    is a stand-in module, a stand-in class, an instance of one, or a
+    ``super()`` whose remaining classes are all stand-ins."""
+    if isinstance(obj, StandinModule):
+        return f"policyspec's stand-in module {obj.__name__}"
+    if isinstance(obj, ModuleType):
+        return None
+    if isinstance(obj, super):
+        this = obj.__thisclass__
+        owner = obj.__self_class__
+        if owner is None:
+            return None
+        rest = owner.__mro__[owner.__mro__.index(this) + 1 :]
+        own = [c for c in rest if c is not object]
+        if own and all(_standin_class(c) or c.__module__ == "abc" for c in own):
+            home = getattr(own[0], "_policyspec_standin", own[0].__module__)
+            return f"policyspec's stand-in {own[0].__name__} (for {home}), reached by super()"
+        return None
+    cls = obj if isinstance(obj, type) else type(obj)
+    if _standin_class(cls):
+        home = getattr(cls, "_policyspec_standin", "vLLM")
+        return f"policyspec's stand-in {cls.__name__} (for {home})"
+    return None
+
+
+def gap_of(exc: BaseException, call: str = "a call of the policy") -> str | None:
+    """The one-line message when ``exc``, raised by ``call``, is policyspec's
+    own gap (module doc); None when it is the policy's."""
+    if isinstance(exc, StandinGap):
+        return exc.message
+    if isinstance(exc, PlaceholderUsedError):
+        short = exc.name.split("(")[0].rsplit(".", 1)[-1]
+        return (
+            f"{_where(exc)}{call} uses {exc.name}, a vLLM name policyspec's stand-ins do not "
+            "model (vLLM is not installed): policyspec, not the policy, cannot go on; check "
+            "the policy where vLLM is installed, or keep the name an inert placeholder "
+            f"(--placeholder {short}; the verdict then says so)"
+        )
+    if isinstance(exc, AttributeError) and exc.name is not None:
+        lacking = _lacking(exc.obj)
+        if lacking is not None:
+            return (
+                f"{_where(exc)}{call} reads {exc.name}, which {lacking} does not define "
+                "(vLLM is not installed): policyspec, not the policy, cannot go on; check "
+                "the policy where vLLM is installed"
+            )
+    return None
+
+
+def raise_if_gap(exc: BaseException, call: str = "a call of the policy") -> None:
+    """Raise ``StandinGap`` when ``exc`` is policyspec's own gap; return
+    otherwise (the caller then judges the exception as the policy's)."""
+    message = gap_of(exc, call)
+    if message is not None:
+        raise StandinGap(message) from exc
