@@ -30,6 +30,7 @@ from policyspec.protocols import API_NAMES, REVISIONS, check_signatures, own_mem
 from policyspec.subject import SeedPolicy, Subject, offload_key
 from policyspec.vllm import standins
 from policyspec.vllm.releases import RELEASES, installed_release
+from policyspec.vllm.standins.gaps import gap_of
 from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError, keeps
 
 __all__ = ["load_subject", "subject_for_class"]
@@ -299,10 +300,11 @@ def _builder(cls: type, api: str, has_evict_until: bool) -> Any:
 
 def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
     """TargetError when ``cls(cache_capacity=N)`` cannot even be called, or
-    when building it needs a name that is not there (a vLLM name the
-    stand-ins do not model, an import or a name that fails): nothing could
-    be checked, so the check would only list NOT TESTED rows. A note when
-    building it raises otherwise (the check reports that as a fault)."""
+    when building it raises (a vLLM name the stand-ins do not model, an
+    import or a name that fails, any other exception): nothing could be
+    checked, so the check would only list NOT TESTED rows or blame each
+    requirement for the constructor. A constructor that raises only at
+    other capacities is built again by the engines and judged there."""
     try:
         signature: inspect.Signature | None = inspect.signature(cls)
     except (TypeError, ValueError):
@@ -330,10 +332,26 @@ def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
             raise TargetError(
                 f"{label}(cache_capacity={capacity}) cannot be built: {exc}"
             ) from None
-        return f"building {label}(cache_capacity={capacity}) raised TypeError: {exc}"
+        raise TargetError(_raising(cls, label, capacity, exc)) from None
     except (Exception, SystemExit) as exc:
-        return f"building {label}(cache_capacity={capacity}) raised {type(exc).__name__}: {exc}"
+        raise TargetError(_raising(cls, label, capacity, exc)) from None
     return None
+
+
+def _raising(cls: type, label: str, capacity: int, exc: BaseException) -> str:
+    """One line for a constructor that raises as vLLM calls it: where, and
+    the exception. vLLM could not build it either, so no requirement can be
+    judged; a stand-in's missing attribute is named as policyspec's gap."""
+    gap = gap_of(exc, f"building {label}(cache_capacity={capacity})")
+    if gap is not None:
+        return gap
+    where = where_raised(exc.__traceback__, _source_file(cls))
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return (
+        f"{where}{label}(cache_capacity={capacity}) raised {type(exc).__name__}"
+        f"{': ' + text if text else ''}: vLLM builds every policy so, and nothing can be "
+        "checked until that call returns"
+    )
 
 
 def _source_file(cls: type) -> str | None:

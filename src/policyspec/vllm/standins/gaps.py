@@ -64,12 +64,15 @@ def _lacking(obj: object) -> str | None:
         owner = obj.__self_class__
         if owner is None:
             return None
+        # The policy's own classes after ``this`` lack the name too (the
+        # lookup failed); a stand-in among the bases is what was meant to
+        # have it.
         rest = owner.__mro__[owner.__mro__.index(this) + 1 :]
-        own = [c for c in rest if c is not object]
-        if own and all(_standin_class(c) or c.__module__ == "abc" for c in own):
-            home = getattr(own[0], "_policyspec_standin", own[0].__module__)
-            return f"policyspec's stand-in {own[0].__name__} (for {home}), reached by super()"
-        return None
+        standins = [c for c in rest if _standin_class(c)]
+        if not standins:
+            return None
+        home = getattr(standins[0], "_policyspec_standin", standins[0].__module__)
+        return f"policyspec's stand-in {standins[0].__name__} (for {home}), reached by super()"
     cls = obj if isinstance(obj, type) else type(obj)
     if _standin_class(cls):
         home = getattr(cls, "_policyspec_standin", "vLLM")
