@@ -23,13 +23,12 @@ from typing import Any
 from policyspec.adapters import compat
 from policyspec.adapters.blocks import block_factory, block_type, req_context_class
 from policyspec.adapters.errors import TargetError
-from policyspec.adapters.revisions import FORK_HOOKS, Detection, block_kind, detect
+from policyspec.adapters.revisions import FORK_HOOKS, block_kind, choose_revision, detect
 from policyspec.adapters.seed import HOOK_REVISIONS, adapt
 from policyspec.adapters.target import import_target, parse_target, resolve_class, where_raised
 from policyspec.protocols import API_NAMES, REVISIONS, check_signatures, own_member
 from policyspec.subject import SeedPolicy, Subject, offload_key
 from policyspec.vllm import standins
-from policyspec.vllm.releases import RELEASES, installed_release
 from policyspec.vllm.standins.gaps import gap_of
 from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError, keeps
 
@@ -147,38 +146,6 @@ def _placeholder_note(names: list[str]) -> str:
     )
 
 
-def _choose(found: Detection, api: str | None, prefer: str | None) -> tuple[str, str]:
-    """The revision to drive the class as, and the note that says why: the
-    forced one; else, for a class that fits several, the profile's, then
-    the installed vLLM's, then the newest; else the detected one."""
-    if api is not None:
-        return api, f"API revision {api} forced (detection says {found.api}: {found.reason})"
-    if not found.fits:
-        return found.api, f"API revision {found.api} detected: {found.reason}"
-    installed = installed_release()
-    if prefer in found.fits:
-        chosen, why = prefer, "the revision of the profile's vLLM release"
-    elif installed is not None and installed[1] is not None and (
-        installed[1].revision in found.fits
-    ):
-        chosen, why = installed[1].revision, f"the installed vLLM {installed[0]}'s revision"
-    else:
-        chosen = found.fits[0]
-        why = "the newest it fits" + (
-            " (no vLLM is installed)" if installed is None
-            else f" (the installed vLLM {installed[0]} is not a release policyspec knows)"
-            if installed[1] is None else "")
-    others = ", ".join(
-        f"--api {r} drives it as {_as_release(r)} does" for r in found.fits if r != chosen)
-    return chosen, (f"API revision {chosen} chosen, {why}: the policy fits "
-                    f"{' and '.join(found.fits)} ({found.reason}); {others}")
-
-
-def _as_release(revision: str) -> str:
-    release = next((r for r in RELEASES if r.revision == revision), None)
-    return f"vLLM {release.series}" if release else f"revision {revision}"
-
-
 def _subject(
     cls: type,
     api: str | None,
@@ -190,7 +157,7 @@ def _subject(
     label = cls.__name__
     given = tuple(notes)
     found = detect(cls)
-    chosen, how = _choose(found, api, prefer)
+    chosen, how = choose_revision(found, api, prefer)
     notes.insert(0, how)
     if chosen in REVISIONS and not REVISIONS[chosen].released:
         notes.insert(1, f"API revision {chosen} never shipped in a vLLM release: it comes from "
