@@ -470,6 +470,8 @@ def own_member(cls: type, name: str) -> object | None:
             continue
         if name in klass.__dict__:
             member: object = klass.__dict__[name]
+            if getattr(member, "_policyspec_default", False):
+                continue  # a stand-in's base-class default (standins.intree)
             return member
     return None
 
