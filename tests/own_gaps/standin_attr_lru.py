@@ -22,6 +22,9 @@ class _LRU(CachePolicy):
     def remove(self, key):
         del self.blocks[key]
 
+    def clear(self):
+        self.blocks.clear()
+
     def touch(self, keys):
         for key in reversed(list(keys)):
             if key in self.blocks:

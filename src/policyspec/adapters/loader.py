@@ -165,6 +165,15 @@ def _subject(
     problems = check_signatures(cls, chosen)
     missing = [p.method for p in problems if p.kind == "missing"]
     if missing:
+        unmodelled = [b for b in cls.__mro__ if standins.is_placeholder(b)]
+        if unmodelled:
+            base = getattr(unmodelled[0], "_policyspec_placeholder", unmodelled[0].__name__)
+            raise TargetError(
+                f"{label} lacks {', '.join(missing)}: it derives from {base}, which "
+                "policyspec's vLLM stand-ins do not model (they model upstream vLLM's "
+                "CachePolicy, LRUCachePolicy and ARCCachePolicy; spec/placeholders.md), so "
+                "nothing it inherits is there; check the policy where vLLM is installed"
+            )
         how = "forced with --api" if api else "detected; --api forces another"
         raise TargetError(
             f"{label} lacks {', '.join(missing)}, required by API revision {chosen} ({how}); "
