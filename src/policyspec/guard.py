@@ -204,7 +204,7 @@ def _own(policy: object, name: str) -> bool:
     for klass in type(policy).__mro__:
         if name in klass.__dict__:
             if getattr(klass.__dict__[name], "_policyspec_default", False):
-                continue  # a stand-in's base-class default (standins.intree)
+                return False  # it inherits the base class's default (standins.intree)
             home = klass.__module__
             return not (klass.__name__ == "CachePolicy" and (
                 home.startswith("vllm.") or home.startswith("policyspec.vllm.standins")))

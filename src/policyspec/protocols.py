@@ -471,7 +471,7 @@ def own_member(cls: type, name: str) -> object | None:
         if name in klass.__dict__:
             member: object = klass.__dict__[name]
             if getattr(member, "_policyspec_default", False):
-                continue  # a stand-in's base-class default (standins.intree)
+                return None  # it inherits the base class's default (standins.intree)
             return member
     return None
 

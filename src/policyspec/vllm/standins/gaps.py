@@ -60,8 +60,8 @@ def _lacking(obj: object) -> str | None:
     if isinstance(obj, ModuleType):
         return None
     if isinstance(obj, super):
-        this = obj.__thisclass__
-        owner = obj.__self_class__
+        this = getattr(obj, "__thisclass__")  # noqa: B009 - not in typeshed's super
+        owner = getattr(obj, "__self_class__")  # noqa: B009
         if owner is None:
             return None
         # The policy's own classes after ``this`` lack the name too (the

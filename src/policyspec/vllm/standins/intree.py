@@ -32,7 +32,7 @@ from policyspec.vllm.standins.policies import DEFAULT_MARK, CachePolicy
 __all__ = ["ARCCachePolicy", "LRUCachePolicy"]
 
 
-class LRUCachePolicy(LRU034CachePolicy[Any, Any], CachePolicy):
+class LRUCachePolicy(LRU034CachePolicy[Any, Any], CachePolicy):  # type: ignore[misc]
     """vLLM's in-tree LRU (module doc): 0.34.0's with 0.33.0's ``touch``."""
 
     def __init__(self, cache_capacity: int) -> None:
@@ -51,7 +51,7 @@ class LRUCachePolicy(LRU034CachePolicy[Any, Any], CachePolicy):
     setattr(on_store_miss, DEFAULT_MARK, True)
 
 
-class ARCCachePolicy(_ReferenceARC[Any, Any], CachePolicy):
+class ARCCachePolicy(_ReferenceARC[Any, Any], CachePolicy):  # type: ignore[misc]
     """vLLM's in-tree ARC (module doc): 0.34.0's with 0.33.0's ``touch``."""
 
     def __init__(self, cache_capacity: int) -> None:
