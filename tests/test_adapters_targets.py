@@ -146,7 +146,8 @@ def test_missing_import_outside_vllm_is_named(write: Write) -> None:
     text = message(f"{path}:Cls")
     assert text.endswith(
         "policy.py:3: the policy imports 'sortedcontainers_not_installed_here', which is not "
-        "installed (No module named 'sortedcontainers_not_installed_here')"
+        "installed (No module named 'sortedcontainers_not_installed_here'): install it where "
+        "policyspec runs (the policy's own requirements; spec/check.md)"
     )
 
 
