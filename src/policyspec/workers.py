@@ -35,6 +35,7 @@ from policyspec.harness.sightings import Sightings, in_run
 from policyspec.harness.watchdog import Watchdog
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 
 __all__ = ["Item", "available_cores", "copy_seed", "forks", "plan", "run_items"]
 
@@ -150,6 +151,7 @@ def _run(item: Item, build: Build) -> EngineRun:
         run.add(Finding(failure.requirement, failure.message, failure.trace, engine.name))
         return run
     except Exception as exc:  # a checker bug must not pass as a verdict
+        raise_if_gap(exc)  # an engine that let policyspec's own gap through
         return EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
 
 

@@ -21,3 +21,12 @@ class LoggedARC(ARCCachePolicy):
         if victims is not None:
             self.evicted += len(victims)
         return victims
+
+
+class HeapPeekLRU(LRUCachePolicy):
+    """Reads a private field of vLLM's LRU that the stand-in does not keep."""
+
+    def evict(self, n, protected):
+        if not self._heap:
+            return [] if n == 0 else None
+        return super().evict(n, protected)

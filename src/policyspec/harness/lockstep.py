@@ -298,7 +298,7 @@ class Lockstep:
         except (KeyboardInterrupt, ConformanceFailure):
             raise
         except (Exception, SystemExit) as exc:  # the policy's own fault becomes a verdict
-            raise_if_gap(exc, f"{op}({self._args(args)})")
+            raise_if_gap(exc, str(op))
             self._fail(
                 _TOTAL.get(op, "API-NO-RAISE"),
                 f"{op}({self._args(args)}) raised {type(exc).__name__}: "

@@ -199,7 +199,7 @@ def _raised(exc: BaseException, op: object) -> dict[str, Any]:
     is policyspec's own (the stand-ins lack what the policy reached), so
     that the runner stops with that line instead of judging the policy."""
     reply: dict[str, Any] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    gap = gap_of(exc, f"{op}" if isinstance(op, str) else "a call of the policy")
+    gap = gap_of(exc, op if isinstance(op, str) else None)
     if gap is not None:
         reply["gap"] = gap
     return reply

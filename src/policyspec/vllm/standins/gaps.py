@@ -24,6 +24,7 @@ __all__ = ["StandinGap", "gap_of", "raise_if_gap"]
 
 _OWN_DIR = str(Path(__file__).resolve().parents[2])
 _STANDINS = "policyspec.vllm.standins"
+_INTREE = "policyspec.vllm.standins.intree"
 
 
 class StandinGap(BaseException):
@@ -38,13 +39,24 @@ class StandinGap(BaseException):
         return self.message
 
 
+def _frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    """The policy's frames of the error (outside policyspec), outermost first."""
+    return [f for f in traceback.extract_tb(exc.__traceback__)
+            if not f.filename.startswith(("<", _OWN_DIR))]
+
+
 def _where(exc: BaseException) -> str:
     """``file:line: `` of the frame nearest the error outside policyspec."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not f.filename.startswith(("<", _OWN_DIR))]
+    frames = _frames(exc)
     if not frames:
         return ""
     return f"{Path(frames[-1].filename).name}:{frames[-1].lineno}: "
+
+
+def _entry(exc: BaseException) -> str:
+    """The policy's method policyspec called (its outermost frame)."""
+    frames = _frames(exc)
+    return f"{frames[0].name}" if frames else "a call of the policy"
 
 
 def _standin_class(cls: type) -> bool:
@@ -77,14 +89,24 @@ def _lacking(obj: object) -> str | None:
     if _standin_class(cls):
         home = getattr(cls, "_policyspec_standin", "vLLM")
         return f"policyspec's stand-in {cls.__name__} (for {home})"
+    # A policy deriving from a stand-in in-tree policy that reads a field
+    # of vLLM's class the stand-in does not keep (it keeps vLLM's public
+    # state only: the LRU's chunks, the ARC's t1, t2, b1, b2 and target).
+    intree = [c for c in cls.__mro__ if c.__module__ == _INTREE]
+    if intree:
+        return (f"policyspec's stand-in {intree[0].__name__} (vLLM's in-tree policy, whose "
+                "behaviour and public state it models, not its private fields)")
     return None
 
 
-def gap_of(exc: BaseException, call: str = "a call of the policy") -> str | None:
-    """The one-line message when ``exc``, raised by ``call``, is policyspec's
-    own gap (module doc); None when it is the policy's."""
+def gap_of(exc: BaseException, call: str | None = None) -> str | None:
+    """The one-line message when ``exc``, raised by ``call`` (default: the
+    policy's method the traceback enters first), is policyspec's own gap
+    (module doc); None when it is the policy's."""
     if isinstance(exc, StandinGap):
         return exc.message
+    if call is None:
+        call = _entry(exc)
     if isinstance(exc, PlaceholderUsedError):
         short = exc.name.split("(")[0].rsplit(".", 1)[-1]
         return (
@@ -104,7 +126,7 @@ def gap_of(exc: BaseException, call: str = "a call of the policy") -> str | None
     return None
 
 
-def raise_if_gap(exc: BaseException, call: str = "a call of the policy") -> None:
+def raise_if_gap(exc: BaseException, call: str | None = None) -> None:
     """Raise ``StandinGap`` when ``exc`` is policyspec's own gap; return
     otherwise (the caller then judges the exception as the policy's)."""
     message = gap_of(exc, call)
