@@ -73,6 +73,31 @@ def test_a_stand_in_lacking_what_a_call_reaches_is_exit_2_naming_it(
         assert reads in line and lacking in line and "where vLLM is installed" in line, line
 
 
+@pytest.mark.parametrize("engine", ["trace", "vllm-manager", "arc-memory", "evict-linear",
+                                    "stateful", "fast"])
+def test_a_placeholder_used_in_a_request_hook_is_exit_2_in_every_engine(engine: str) -> None:
+    line = one_line(run("check", "fork_hook_arc.py:ReportingARC", "--profile", "arc-0.34",
+                        *QUICK, "--engine", engine, "--jobs", "1"))
+    assert line.startswith("policyspec: error: fork_hook_arc.py:10: on_request_finished uses "
+                           "vllm.v1.kv_offload.cpu.policies.arc.report_reuse"), line
+    assert "--placeholder report_reuse" in line, line
+
+
+def test_a_private_field_of_vllms_in_tree_policy_is_named_as_the_stand_ins_gap() -> None:
+    line = one_line(run("check", "intree_subclasses.py:HeapPeekLRU", *QUICK, "--jobs", "1"))
+    assert "evict reads _heap, which policyspec's stand-in LRUCachePolicy" in line, line
+
+
+def test_a_gap_stops_prove_with_its_line() -> None:
+    done = run("prove", "fork_evict_lru.py:ForkEvictLRU", "--profile", "core", "--only", "get",
+               "-q")
+    assert done.returncode == 2, (done.stdout[-2000:], done.stderr[-2000:])
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("policyspec: error: fork_evict_lru.py:32: evict uses "
+                           f"{PLACEHOLDER}"), line
+    assert "ERROR" not in done.stdout
+
+
 def test_a_gap_stops_simulate_and_record_too(tmp_path: Path) -> None:
     line = one_line(run("record", str(HERE / "fork_evict_lru.py:ForkEvictLRU"),
                         "--out", str(tmp_path / "h.jsonl"), "--calls", "2000", cwd=tmp_path))
