@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,54 @@ def test_a_constructor_that_raises_is_one_line_for_every_command(
     ):
         line = one_line(run(*args, cwd=tmp_path))
         assert f"{cls}(cache_capacity=4) raised {raised}" in line, (args[0], line)
+
+
+# -- the class of errors: policyspec's gaps, and the policy's faults ------------
+
+def _raised(call: Callable[[], object]) -> BaseException:
+    try:
+        call()
+    except Exception as exc:  # what the engines see
+        return exc
+    raise AssertionError("the call returned")
+
+
+def test_only_what_the_stand_ins_lack_is_a_gap() -> None:
+    from policyspec.vllm.standins import installed
+    from policyspec.vllm.standins.gaps import gap_of
+    from policyspec.vllm.standins.intree import LRUCachePolicy
+    from policyspec.vllm.standins.keys import ReqContext
+    from policyspec.vllm.standins.policies import CachePolicy, ChunkStatus
+
+    class Mine(LRUCachePolicy):
+        def hook(self) -> object:
+            return super().vllm_only_hook  # type: ignore[misc]
+
+    class Plain:
+        def __init__(self) -> None:
+            self.blocks: dict[int, int] = {}
+
+    with installed() as record:
+        assert record is not None
+        import vllm.v1.kv_offload.cpu.policies.base as base  # type: ignore[import-not-found]
+
+        record.arm()
+        gaps = {
+            "armed placeholder": _raised(lambda: base.fork_helper()),
+            "stand-in class attribute": _raised(lambda: CachePolicy.MAX_BATCH),  # type: ignore[attr-defined]
+            "super() into a stand-in": _raised(lambda: Mine(4).hook()),
+            "a field ReqContext leaves out": _raised(lambda: ReqContext("r").load_tier_filter),  # type: ignore[attr-defined]
+            "a private field of vLLM's LRU": _raised(lambda: Mine(4)._heap),  # type: ignore[attr-defined]
+        }
+        faults = {
+            "a field vLLM's ChunkStatus lacks too": _raised(lambda: ChunkStatus(1).block_id),  # type: ignore[attr-defined]
+            "a field vLLM's ReqContext lacks too": _raised(lambda: ReqContext("r").priority),  # type: ignore[attr-defined]
+            "the policy's own attribute": _raised(lambda: Plain().blcoks),  # type: ignore[attr-defined]
+            "a KeyError": _raised(lambda: Plain().blocks[3]),
+            "an AttributeError raised by hand": _raised(lambda: (_ for _ in ()).throw(
+                AttributeError("custom"))),
+        }
+    for what, exc in gaps.items():
+        assert gap_of(exc) is not None, what
+    for what, exc in faults.items():
+        assert gap_of(exc) is None, what
