@@ -180,9 +180,7 @@ def _subject(
             + _no_revision_fits(cls)
         )
     notes.extend(p.message for p in problems)
-    probe_note = _check_constructor(cls, label, capacity_probe)
-    if probe_note:
-        notes.append(probe_note)
+    _check_constructor(cls, label, capacity_probe)
 
     capabilities = set()
     if own_member(cls, "clear") is not None:
@@ -274,7 +272,7 @@ def _builder(cls: type, api: str, has_evict_until: bool) -> Any:
     return build
 
 
-def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
+def _check_constructor(cls: type, label: str, capacity: int) -> None:
     """TargetError when ``cls(cache_capacity=N)`` cannot even be called, or
     when building it raises (a vLLM name the stand-ins do not model, an
     import or a name that fails, any other exception): nothing could be
@@ -311,7 +309,6 @@ def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
         raise TargetError(_raising(cls, label, capacity, exc)) from None
     except (Exception, SystemExit) as exc:
         raise TargetError(_raising(cls, label, capacity, exc)) from None
-    return None
 
 
 def _raising(cls: type, label: str, capacity: int, exc: BaseException) -> str:
