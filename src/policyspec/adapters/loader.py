@@ -29,6 +29,7 @@ from policyspec.adapters.target import import_target, parse_target, resolve_clas
 from policyspec.protocols import API_NAMES, REVISIONS, check_signatures, own_member
 from policyspec.subject import SeedPolicy, Subject, offload_key
 from policyspec.vllm import standins
+from policyspec.vllm.standins import intree
 from policyspec.vllm.standins.gaps import gap_of
 from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError, keeps
 
@@ -267,6 +268,7 @@ def _builder(cls: type, api: str, has_evict_until: bool) -> Any:
 
     def build(capacity: int) -> SeedPolicy:
         policy = cls(cache_capacity=capacity)
+        intree.drive_as(policy, api)
         return adapt(policy, api, ctx_cls(_REQUEST_ID), has_evict_until=has_evict_until)
 
     return build

@@ -29,7 +29,17 @@ from policyspec.reference.lru034 import LRU034CachePolicy
 from policyspec.reference.requests import RequestContextLike
 from policyspec.vllm.standins.policies import DEFAULT_MARK, CachePolicy
 
-__all__ = ["ARCCachePolicy", "LRUCachePolicy"]
+__all__ = ["ARCCachePolicy", "LRUCachePolicy", "drive_as"]
+
+_REVISION = "_policyspec_revision"
+
+
+def drive_as(policy: object, revision: str) -> None:
+    """Tell a policy built on the stand-in LRU which release's base-class
+    defaults it runs under (R10: 0.34.0's, else 0.33.0's), for the calls of
+    a driver that does not supply them; other policies are left alone."""
+    if isinstance(policy, LRUCachePolicy):
+        setattr(policy, _REVISION, revision)
 
 
 class LRUCachePolicy(LRU034CachePolicy[Any, Any], CachePolicy):  # type: ignore[misc]
@@ -45,7 +55,11 @@ class LRUCachePolicy(LRU034CachePolicy[Any, Any], CachePolicy):  # type: ignore[
     def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
         # The base class's default, whichever release's it is (module doc);
         # marked so that the drivers and detection do not count it as the
-        # policy's own and apply the default of the revision they drive.
+        # policy's own and apply the default of the revision they drive. A
+        # driver that calls it itself (the emulated manager) gets the default
+        # of the revision the policy was built for (``drive_as``).
+        if getattr(self, _REVISION, None) == "R10":
+            return None
         CachePolicy.on_store_miss(self, keys, req_context)
 
     setattr(on_store_miss, DEFAULT_MARK, True)
