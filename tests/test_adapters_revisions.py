@@ -445,7 +445,7 @@ def test_r10_is_a_policy_with_the_hooks_and_no_touch() -> None:
 def test_a_policy_that_fits_r9_and_r10_is_driven_as_the_profiles_else_the_newest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from policyspec.adapters import loader
+    from policyspec.adapters import revisions as loader
 
     monkeypatch.setattr(loader, "installed_release", lambda: None)
     found = detect(R9AndR10)
@@ -464,7 +464,7 @@ def test_a_policy_that_fits_r9_and_r10_is_driven_as_the_profiles_else_the_newest
 def test_a_policy_that_fits_both_is_driven_as_the_installed_vllms_revision(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from policyspec.adapters import loader
+    from policyspec.adapters import revisions as loader
     from policyspec.vllm.releases import release_of
 
     monkeypatch.setattr(loader, "installed_release", lambda: ("0.33.2", release_of("0.33.2")))

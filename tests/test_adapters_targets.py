@@ -146,7 +146,8 @@ def test_missing_import_outside_vllm_is_named(write: Write) -> None:
     text = message(f"{path}:Cls")
     assert text.endswith(
         "policy.py:3: the policy imports 'sortedcontainers_not_installed_here', which is not "
-        "installed (No module named 'sortedcontainers_not_installed_here')"
+        "installed (No module named 'sortedcontainers_not_installed_here'): install it where "
+        "policyspec runs (the policy's own requirements; spec/check.md)"
     )
 
 
@@ -223,5 +224,6 @@ def test_missing_import_inside_a_module_target_is_not_a_missing_target(
     text = message("needs_dep_for_policyspec:Cls")
     assert text.endswith(
         "needs_dep_for_policyspec.py:2: the policy imports 'not_installed_dep_for_policyspec', "
-        "which is not installed (No module named 'not_installed_dep_for_policyspec')"
+        "which is not installed (No module named 'not_installed_dep_for_policyspec'): install "
+        "it where policyspec runs (the policy's own requirements; spec/check.md)"
     )

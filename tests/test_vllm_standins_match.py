@@ -264,3 +264,37 @@ def test_the_defaults_behave_as_vllms() -> None:
         ([b"a", b"b"], ctx), ([b"a"], ctx), ([b"b", b"c"], ctx), ([b"d"], ctx),
     ] if touches else []
     assert theirs.touched == ours.touched == expected
+
+
+IN_TREE = {
+    "vllm.v1.kv_offload.cpu.policies.lru": "LRUCachePolicy",
+    "vllm.v1.kv_offload.cpu.policies.arc": "ARCCachePolicy",
+}
+"""The in-tree policies the stand-ins provide (``standins.intree``)."""
+
+IN_TREE_EXTRA = {
+    "request_rank": "the reference LRU's helper giving a request's rank (policyspec.reference)",
+}
+if RELEASE == "0.34":
+    IN_TREE_EXTRA["touch"] = "one class serves 0.33.0 and 0.34.0, and 0.34.0 removed touch"
+"""Public methods a stand-in in-tree policy has that the release's has not
+(besides the stand-in base's, ``EXTRA_METHODS``)."""
+
+
+@pytest.mark.parametrize("module", sorted(IN_TREE))
+def test_the_in_tree_stand_ins_have_vllms_public_methods(module: str) -> None:
+    """Each public method of vLLM's in-tree policy is the stand-in's, taking
+    the same parameters, so a subclass calls them through super() alike."""
+    name = IN_TREE[module]
+    theirs, ours = getattr(real(module), name), MODELED[module]()[name]
+    assert parameters(ours) == parameters(theirs)
+    mine, vllms = _public(ours), _public(theirs)
+    assert mine - vllms <= set(IN_TREE_EXTRA) | set(EXTRA_METHODS)
+    assert vllms <= mine
+    for method in vllms - {"__init__"}:
+        assert [p[0] for p in parameters(getattr(ours, method))] == [
+            p[0] for p in parameters(getattr(theirs, method))], method
+
+
+def _public(cls: type) -> set[str]:
+    return {n for n in dir(cls) if not n.startswith("_") and callable(getattr(cls, n))}

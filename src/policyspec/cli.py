@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from policyspec.exits import EXIT_USAGE, UsageError, exits_help
 from policyspec.hash_order import run_under_fixed_hash
+from policyspec.vllm.standins.gaps import StandinGap
 
 __all__ = ["main"]
 
@@ -64,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.handler(args)
-    except UsageError as exc:
+    except (UsageError, StandinGap) as exc:
         print(f"policyspec: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

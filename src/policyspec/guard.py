@@ -30,6 +30,7 @@ from policyspec.history.judge import in_place_exact
 from policyspec.history.judge_process import JudgeProcess, reported_online
 from policyspec.history.texts import CLOSED, NUMBERS, TextIds
 from policyspec.history.writer import DEFAULT_KEEP, DEFAULT_MAX_BYTES, SegmentWriter
+from policyspec.vllm.standins.gaps import raise_if_gap
 
 __all__ = ["ENV", "GuardPolicy", "GuardViolation", "load_target"]
 
@@ -119,15 +120,34 @@ def _installed_revision() -> str | None:
     return release.revision if release is not None else None
 
 
-def _revision(cls: type) -> str:
-    """The API revision ``cls`` runs as under the vLLM that loads the
-    guard: the detected one; for a class that fits two (vLLM 0.33's
-    policies still define touch), the installed vLLM's, else the newest."""
-    from policyspec.adapters.revisions import detect
+UNDRIVEN = {
+    "R6": "evict(n, protected, req_context, num_blocks_in_cache) and sessions",
+    "R6-draft": "evict(n, protected, req_id, start_pos) and sessions",
+    "R7b": "evict(n, protected, deprioritized)",
+}
+"""Revisions whose calls the guard cannot make as vLLM's manager does (it
+calls ``evict(n, protected)``), each with what they need instead."""
 
-    found = detect(cls)
-    installed = _installed_revision()
-    return installed if found.fits and installed in found.fits else found.api
+
+def _revision(cls: type, api: str | None) -> str:
+    """The API revision ``cls`` runs as under the vLLM that loads the guard,
+    chosen as ``policyspec check`` chooses (``choose_revision``: the forced
+    one, else the detected one; for a class that fits two, the installed
+    vLLM's, else the newest). ValueError for a revision the guard cannot
+    drive: recording calls it cannot make would blame the policy."""
+    from policyspec.adapters.revisions import choose_revision, detect
+    from policyspec.protocols import API_NAMES
+
+    if api is not None and api not in API_NAMES:
+        raise ValueError(f"policyspec.guard: unknown API revision {api!r}; known: "
+                         f"{', '.join(API_NAMES)}")
+    chosen, _ = choose_revision(detect(cls), api)
+    if chosen in UNDRIVEN:
+        raise ValueError(
+            f"policyspec.guard: {cls.__name__} is an API revision {chosen} policy "
+            f"({UNDRIVEN[chosen]}); the guard calls a policy as vLLM's manager does, "
+            "evict(n, protected), and cannot drive it: check it with `policyspec check`")
+    return chosen
 
 
 def _takes(method: Callable[..., Any], count: int) -> bool:
@@ -150,9 +170,11 @@ def _own(policy: object, name: str) -> bool:
     base class, nor a stand-in of it)."""
     for klass in type(policy).__mro__:
         if name in klass.__dict__:
+            if getattr(klass.__dict__[name], "_policyspec_default", False):
+                return False  # it inherits the base class's default (standins.intree)
             home = klass.__module__
             return not (klass.__name__ == "CachePolicy" and (
-                home.startswith("vllm.") or home.startswith("policyspec.adapters")))
+                home.startswith("vllm.") or home.startswith("policyspec.vllm.standins")))
     return False
 
 
@@ -272,8 +294,8 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
                              f"{self.on_violation} (raise needs the inline judge)")
         path = str(history or env(ENV["history"], "policyspec-history.jsonl"))
         self.path = Path(path.replace("{pid}", str(os.getpid())))
+        self.api = _revision(cls, api or env(ENV["api"]))
         self.policy = cls(cache_capacity=cache_capacity)
-        self.api = api or env(ENV["api"]) or _revision(cls)
         """The API revision the wrapped policy runs as: the one asked for, or
         the detected one (for a policy that fits R9 and R10, the installed
         vLLM's, else the newest)."""
@@ -528,6 +550,10 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
             self._markers += 1
 
     def _raised(self, exc: BaseException, record: str) -> None:
+        """Record that the call raised; for policyspec's own gap (the
+        stand-ins lack what the policy reached: ``standins.gaps``) record
+        nothing, which would blame the policy, and raise ``StandinGap``."""
+        raise_if_gap(exc)
         self._put(f"[{fmt.RAISED},{_string(type(exc).__name__)},{record}]")
 
     # -- the policy calls --------------------------------------------------------

@@ -462,6 +462,8 @@ def own_member(cls: type, name: str) -> object | None:
             continue
         if name in klass.__dict__:
             member: object = klass.__dict__[name]
+            if getattr(member, "_policyspec_default", False):
+                return None  # it inherits the base class's default (standins.intree)
             return member
     return None
 

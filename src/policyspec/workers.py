@@ -23,6 +23,7 @@ from policyspec.harness.watchdog import Watchdog
 from policyspec.harness.watchdog import current as watch
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 
 __all__ = ["Item", "available_cores", "copy_seed", "forks", "plan", "run_items"]
 
@@ -138,6 +139,7 @@ def _run(item: Item, build: Build) -> EngineRun:
         failure = aborted.failure
         run.add(Finding(failure.requirement, failure.message, failure.trace, engine.name))
     except Exception as exc:  # a checker bug must not pass as a verdict
+        raise_if_gap(exc)  # an engine that let policyspec's own gap through
         run = EngineRun(engine=engine.name, error=f"{type(exc).__name__}: {exc}")
     if watch.expired > before:
         run.counts["time_limits"] = watch.expired - before

@@ -23,13 +23,14 @@ from typing import Any
 from policyspec.adapters import compat
 from policyspec.adapters.blocks import block_factory, block_type, req_context_class
 from policyspec.adapters.errors import TargetError
-from policyspec.adapters.revisions import FORK_HOOKS, Detection, block_kind, detect
+from policyspec.adapters.revisions import FORK_HOOKS, block_kind, choose_revision, detect
 from policyspec.adapters.seed import HOOK_REVISIONS, adapt
 from policyspec.adapters.target import import_target, parse_target, resolve_class, where_raised
 from policyspec.protocols import API_NAMES, REVISIONS, check_signatures, own_member
 from policyspec.subject import SeedPolicy, Subject, offload_key
 from policyspec.vllm import standins
-from policyspec.vllm.releases import RELEASES, installed_release
+from policyspec.vllm.standins import intree
+from policyspec.vllm.standins.gaps import gap_of
 from policyspec.vllm.standins.placeholders import LoadRecord, PlaceholderUsedError, keeps
 
 __all__ = ["load_subject", "subject_for_class"]
@@ -146,38 +147,6 @@ def _placeholder_note(names: list[str]) -> str:
     )
 
 
-def _choose(found: Detection, api: str | None, prefer: str | None) -> tuple[str, str]:
-    """The revision to drive the class as, and the note that says why: the
-    forced one; else, for a class that fits several, the profile's, then
-    the installed vLLM's, then the newest; else the detected one."""
-    if api is not None:
-        return api, f"API revision {api} forced (detection says {found.api}: {found.reason})"
-    if not found.fits:
-        return found.api, f"API revision {found.api} detected: {found.reason}"
-    installed = installed_release()
-    if prefer in found.fits:
-        chosen, why = prefer, "the revision of the profile's vLLM release"
-    elif installed is not None and installed[1] is not None and (
-        installed[1].revision in found.fits
-    ):
-        chosen, why = installed[1].revision, f"the installed vLLM {installed[0]}'s revision"
-    else:
-        chosen = found.fits[0]
-        why = "the newest it fits" + (
-            " (no vLLM is installed)" if installed is None
-            else f" (the installed vLLM {installed[0]} is not a release policyspec knows)"
-            if installed[1] is None else "")
-    others = ", ".join(
-        f"--api {r} drives it as {_as_release(r)} does" for r in found.fits if r != chosen)
-    return chosen, (f"API revision {chosen} chosen, {why}: the policy fits "
-                    f"{' and '.join(found.fits)} ({found.reason}); {others}")
-
-
-def _as_release(revision: str) -> str:
-    release = next((r for r in RELEASES if r.revision == revision), None)
-    return f"vLLM {release.series}" if release else f"revision {revision}"
-
-
 def _subject(
     cls: type,
     api: str | None,
@@ -189,7 +158,7 @@ def _subject(
     label = cls.__name__
     given = tuple(notes)
     found = detect(cls)
-    chosen, how = _choose(found, api, prefer)
+    chosen, how = choose_revision(found, api, prefer)
     notes.insert(0, how)
     if chosen in REVISIONS and not REVISIONS[chosen].released:
         notes.insert(1, f"API revision {chosen} never shipped in a vLLM release: it comes from "
@@ -197,15 +166,22 @@ def _subject(
     problems = check_signatures(cls, chosen)
     missing = [p.method for p in problems if p.kind == "missing"]
     if missing:
+        unmodelled = [b for b in cls.__mro__ if standins.is_placeholder(b)]
+        if unmodelled:
+            base = getattr(unmodelled[0], "_policyspec_placeholder", unmodelled[0].__name__)
+            raise TargetError(
+                f"{label} lacks {', '.join(missing)}: it derives from {base}, which "
+                "policyspec's vLLM stand-ins do not model (they model upstream vLLM's "
+                "CachePolicy, LRUCachePolicy and ARCCachePolicy; spec/placeholders.md), so "
+                "nothing it inherits is there; check the policy where vLLM is installed"
+            )
         how = "forced with --api" if api else "detected; --api forces another"
         raise TargetError(
             f"{label} lacks {', '.join(missing)}, required by API revision {chosen} ({how}); "
             + _no_revision_fits(cls)
         )
     notes.extend(p.message for p in problems)
-    probe_note = _check_constructor(cls, label, capacity_probe)
-    if probe_note:
-        notes.append(probe_note)
+    _check_constructor(cls, label, capacity_probe)
 
     capabilities = set()
     if own_member(cls, "clear") is not None:
@@ -292,17 +268,19 @@ def _builder(cls: type, api: str, has_evict_until: bool) -> Any:
 
     def build(capacity: int) -> SeedPolicy:
         policy = cls(cache_capacity=capacity)
+        intree.drive_as(policy, api)
         return adapt(policy, api, ctx_cls(_REQUEST_ID), has_evict_until=has_evict_until)
 
     return build
 
 
-def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
+def _check_constructor(cls: type, label: str, capacity: int) -> None:
     """TargetError when ``cls(cache_capacity=N)`` cannot even be called, or
-    when building it needs a name that is not there (a vLLM name the
-    stand-ins do not model, an import or a name that fails): nothing could
-    be checked, so the check would only list NOT TESTED rows. A note when
-    building it raises otherwise (the check reports that as a fault)."""
+    when building it raises (a vLLM name the stand-ins do not model, an
+    import or a name that fails, any other exception): nothing could be
+    checked, so the check would only list NOT TESTED rows or blame each
+    requirement for the constructor. A constructor that raises only at
+    other capacities is built again by the engines and judged there."""
     try:
         signature: inspect.Signature | None = inspect.signature(cls)
     except (TypeError, ValueError):
@@ -330,10 +308,25 @@ def _check_constructor(cls: type, label: str, capacity: int) -> str | None:
             raise TargetError(
                 f"{label}(cache_capacity={capacity}) cannot be built: {exc}"
             ) from None
-        return f"building {label}(cache_capacity={capacity}) raised TypeError: {exc}"
+        raise TargetError(_raising(cls, label, capacity, exc)) from None
     except (Exception, SystemExit) as exc:
-        return f"building {label}(cache_capacity={capacity}) raised {type(exc).__name__}: {exc}"
-    return None
+        raise TargetError(_raising(cls, label, capacity, exc)) from None
+
+
+def _raising(cls: type, label: str, capacity: int, exc: BaseException) -> str:
+    """One line for a constructor that raises as vLLM calls it: where, and
+    the exception. vLLM could not build it either, so no requirement can be
+    judged; a stand-in's missing attribute is named as policyspec's gap."""
+    gap = gap_of(exc, f"building {label}(cache_capacity={capacity})")
+    if gap is not None:
+        return gap
+    where = where_raised(exc.__traceback__, _source_file(cls))
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return (
+        f"{where}{label}(cache_capacity={capacity}) raised {type(exc).__name__}"
+        f"{': ' + text if text else ''}: vLLM builds every policy so, and nothing can be "
+        "checked until that call returns"
+    )
 
 
 def _source_file(cls: type) -> str | None:

@@ -12,8 +12,9 @@ import sys
 from dataclasses import dataclass
 
 from policyspec.protocols import REVISIONS, CallShape, call_shape, own_member
+from policyspec.vllm.releases import RELEASES, installed_release
 
-__all__ = ["FORK_HOOKS", "Detection", "block_kind", "detect"]
+__all__ = ["FORK_HOOKS", "Detection", "block_kind", "choose_revision", "detect"]
 
 FORK_HOOKS = {
     "demote": "Starwaves1 / abcd19886 forks",
@@ -220,3 +221,39 @@ def block_kind(cls: type, api: str | None) -> str:
     if api is not None and REVISIONS[api].chunks:
         return "chunk"
     return "block"
+
+
+def choose_revision(
+    found: Detection, api: str | None = None, prefer: str | None = None
+) -> tuple[str, str]:
+    """The revision to drive a class detected as ``found`` as, and the note
+    that says why: the forced one; else, for a class that fits several, the
+    profile's, then the installed vLLM's, then the newest; else the detected
+    one. Every command and the guard choose with this one function, so a
+    file is driven the same way whichever of them runs it."""
+    if api is not None:
+        return api, f"API revision {api} forced (detection says {found.api}: {found.reason})"
+    if not found.fits:
+        return found.api, f"API revision {found.api} detected: {found.reason}"
+    installed = installed_release()
+    if prefer in found.fits:
+        chosen, why = prefer, "the revision of the profile's vLLM release"
+    elif installed is not None and installed[1] is not None and (
+        installed[1].revision in found.fits
+    ):
+        chosen, why = installed[1].revision, f"the installed vLLM {installed[0]}'s revision"
+    else:
+        chosen = found.fits[0]
+        why = "the newest it fits" + (
+            " (no vLLM is installed)" if installed is None
+            else f" (the installed vLLM {installed[0]} is not a release policyspec knows)"
+            if installed[1] is None else "")
+    others = ", ".join(
+        f"--api {r} drives it as {_as_release(r)} does" for r in found.fits if r != chosen)
+    return chosen, (f"API revision {chosen} chosen, {why}: the policy fits "
+                    f"{' and '.join(found.fits)} ({found.reason}); {others}")
+
+
+def _as_release(revision: str) -> str:
+    release = next((r for r in RELEASES if r.revision == revision), None)
+    return f"vLLM {release.series}" if release else f"revision {revision}"

@@ -209,12 +209,17 @@ def _hooks(w: SeedAdapter, policy: Any) -> None:
             for keys in groups:
                 touch(keys, req_context)
 
-    own = own_member
-    w.on_store_miss = policy.on_store_miss if own(cls, "on_store_miss") else store_miss
-    w.on_request_access = (
-        policy.on_request_access if own(cls, "on_request_access") else access)
-    w.on_request_finished = (
-        policy.on_request_finished if own(cls, "on_request_finished") else finished)
+    def own(name: str, default: Callable[..., None]) -> Any:
+        # The member the policy itself defines, bound; not ``getattr``, which
+        # would find a stand-in in-tree policy's base-class default first.
+        member = own_member(cls, name)
+        if member is None:
+            return default
+        return member.__get__(policy, cls) if hasattr(member, "__get__") else member
+
+    w.on_store_miss = own("on_store_miss", store_miss)
+    w.on_request_access = own("on_request_access", access)
+    w.on_request_finished = own("on_request_finished", finished)
 
 
 def _sessions(w: SeedAdapter, policy: Any, *, draft: bool) -> None:

@@ -223,7 +223,8 @@ def _import_failure(exc: BaseException, target: Target, path: str | None) -> Bas
                 f"{where}the policy imports {exc.name}, which the installed vLLM does not have"
             )
         return TargetError(
-            f"{where}the policy imports {exc.name!r}, which is not installed ({exc})"
+            f"{where}the policy imports {exc.name!r}, which is not installed ({exc}): "
+            "install it where policyspec runs (the policy's own requirements; spec/check.md)"
         )
     if isinstance(exc, ImportError):
         return TargetError(f"{where}import error in the policy file: {exc}")

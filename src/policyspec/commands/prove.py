@@ -113,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
     except ProveUsageError as exc:
         print(f"policyspec: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    gap = _own_gap(report)
+    if gap is not None:  # policyspec's, not the policy's: no obligation was judged on it
+        print(f"policyspec: error: {gap}", file=sys.stderr)
+        return EXIT_USAGE
     sys.stdout.write(report.to_text())
     if not args.model:
         _write_reports(args, report.to_report())
@@ -125,6 +129,20 @@ def run(args: argparse.Namespace) -> int:
             path.write_text(finding.test)
             print(f"wrote {path}", file=sys.stderr)
     return report.exit_code
+
+
+_GAP = "StandinGap: "
+
+
+def _own_gap(report: Any) -> str | None:
+    """The line of policyspec's own gap (``standins.gaps``) an obligation's
+    CrossHair run stopped on, if any: it ran in another process, so it
+    comes back as the text of its error."""
+    for result in report.results:
+        detail = str(result.detail)
+        if _GAP in detail:
+            return detail.split(_GAP, 1)[1].splitlines()[0]
+    return None
 
 
 def _write_reports(args: argparse.Namespace, report: Any) -> None:

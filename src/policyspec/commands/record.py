@@ -53,12 +53,17 @@ def add_parser(sub: Any) -> None:
 def record(target: str, out: str, *, calls: int, seed: int = 0, capacity: int = 32,
            mode: str = "record", two_threads: bool = False, api: str | None = None,
            judge: str = "inline") -> tuple[Any, BaseException | None]:
-    """The guard after the run, and what stopped it early (None: nothing)."""
-    from policyspec.adapters import installed
+    """The guard after the run, and what stopped it early (None: nothing).
+    The target is loaded as ``check`` loads it first (``load_subject``:
+    the same revision choice, one line for a constructor that raises or a
+    class no revision fits), so that the guard records a policy driven as
+    the check would drive it. Raises TargetError for a user mistake."""
+    from policyspec.adapters import installed, load_subject
 
     with installed():  # vLLM stand-ins for the whole run when vLLM is missing
+        subject = load_subject(target, prefer=api)
         return _record(target, out, calls=calls, seed=seed, capacity=capacity, mode=mode,
-                       two_threads=two_threads, api=api, judge=judge)
+                       two_threads=two_threads, api=subject.api, judge=judge)
 
 
 def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode: str,
@@ -66,6 +71,7 @@ def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode
             ) -> tuple[Any, BaseException | None]:
     from policyspec.guard import GuardPolicy
     from policyspec.vllm.manager import OffloadingManagerEmulation, release_for
+    from policyspec.vllm.standins.gaps import raise_if_gap
     from policyspec.vllm.traffic import TrafficConfig, drive
 
     guard = GuardPolicy(capacity, target=target, mode=mode, history=out, api=api, judge=judge)
@@ -81,6 +87,7 @@ def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode
                   req_context_type=functools.partial(_context, round_))
             round_ += 1
     except Exception as exc:
+        raise_if_gap(exc)
         stopped = exc
     finally:
         guard.close()
@@ -95,6 +102,8 @@ def _context(round_: int, req_id: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    from policyspec.adapters import TargetError
+
     if args.calls < 1:
         raise UsageError("--calls must be at least 1")
     started = time.monotonic()
@@ -102,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         guard, stopped = record(args.target, args.out, calls=args.calls, seed=args.seed,
                                 capacity=args.capacity, mode=args.mode,
                                 two_threads=args.two_threads, api=args.api, judge=args.judge)
-    except (ValueError, ImportError) as exc:
+    except (ValueError, ImportError, TargetError) as exc:
         raise UsageError(str(exc)) from None
     seconds = time.monotonic() - started
     from policyspec.vllm.manager import release_for

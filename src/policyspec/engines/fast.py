@@ -40,6 +40,7 @@ from policyspec.sources.oracle import FastOracle
 from policyspec.sources.request_source import RequestSource
 from policyspec.sources.sizes import CAPACITIES, FAST_LONG_CAPACITY, STEEP_MOST
 from policyspec.subject import Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 from policyspec.witness.minimise import bounded_witness
 from policyspec.witness.reproduce import fails_with, failure_of
 
@@ -258,6 +259,7 @@ def _run_driver(
             run.add(Finding("API-RETURNS", message, tuple(trace), ENGINE,
                             capacity=_shown(size, capacity)))
         except Exception as exc:  # the policy raised during a legal call
+            raise_if_gap(exc)
             trace = _spelled(runs)
             raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: "
                                 f"{keymap.text(str(exc))}")
@@ -393,6 +395,7 @@ def _play_long(
     except CallTimeout:
         found = Difference("API-RETURNS", "a policy call did not return within the time limit")
     except Exception as exc:  # the policy raised during a legal call
+        raise_if_gap(exc)
         found = Difference("API-NO-RAISE", f"{_brief(runs[-1])} raised {type(exc).__name__}: "
                            f"{keymap.text(str(exc))}")
     finally:

@@ -35,6 +35,7 @@ from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun
 from policyspec.sources.sizes import CAPACITIES, FILL_MOST, LENGTHS, sizes_up_to
 from policyspec.subject import Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 
 __all__ = [
     "ManagerMachine",
@@ -251,6 +252,7 @@ class ManagerMachine(CheckedMachine):
             with active(self.h.environment):
                 return self.h.policy.get(self.h.key(k))
         except (Exception, SystemExit) as exc:  # the policy's own fault
+            raise_if_gap(exc)
             self._fail("API-NO-RAISE", f"get(key {k}) raised {type(exc).__name__}: "
                        f"{self.h.keys.text(str(exc))}")
             return None

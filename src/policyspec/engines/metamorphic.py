@@ -32,6 +32,7 @@ from policyspec.run.result import Comparison, EngineRun, Finding
 from policyspec.sources.action_source import ActionSource
 from policyspec.sources.clock_steps import with_clock_steps
 from policyspec.subject import Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 from policyspec.witness.minimise import bounded_witness, renamed, renumbering
 from policyspec.witness.render import describe
 
@@ -117,6 +118,7 @@ class _Runner:
         except CallTimeout:
             return False, "did not return"
         except (Exception, SystemExit) as exc:  # the policy's fault is a result like any other
+            raise_if_gap(exc)
             return False, f"raised {type(exc).__name__}"
         finally:
             watch.op = None

@@ -18,6 +18,7 @@ from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 
 __all__ = ["run_seed_errors"]
 
@@ -29,6 +30,7 @@ def _expect_key_error(call: Callable[[], Any]) -> str | None:
     except KeyError:
         return None
     except Exception as exc:
+        raise_if_gap(exc)
         return f"raised {type(exc).__name__}: {exc}"
     return "returned normally"
 

@@ -32,6 +32,7 @@ from policyspec.sources.action_source import Run, actions_of
 from policyspec.sources.fast_driver import Difference, Driver
 from policyspec.sources.sizes import STEEP_MOST
 from policyspec.subject import Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 from policyspec.witness.minimise import coarse, renumbered
 from policyspec.witness.reproduce import failure_of
 from policyspec.witness.shrink import shrink
@@ -291,6 +292,7 @@ class Player:
             difference = Difference("API-RETURNS", f"a policy call in {_brief(runs[-1])} did "
                                     "not return within the time limit")
         except Exception as exc:  # the policy raised during a legal call
+            raise_if_gap(exc)
             difference = Difference("API-NO-RAISE", f"{_brief(runs[-1])} raised "
                                     f"{type(exc).__name__}: {exc}")
         finally:

@@ -38,6 +38,7 @@ from policyspec.model.step import PRESENCE_REQUIREMENT, ProfileModel
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 
 __all__ = ["STEP_BACK", "THREAD_EVERY", "Lockstep", "block_id_of", "unobservable",
            "unseen_in_process"]
@@ -298,6 +299,7 @@ class Lockstep:
         except (KeyboardInterrupt, ConformanceFailure):
             raise
         except (Exception, SystemExit) as exc:  # the policy's own fault becomes a verdict
+            raise_if_gap(exc, str(op))
             self._fail(
                 _TOTAL.get(op, "API-NO-RAISE"),
                 f"{op}({self._args(args)}) raised {type(exc).__name__}: "

@@ -24,6 +24,7 @@ from policyspec.harness.watchdog import current as watch
 from policyspec.lineproto.child import CHILD_GRACE, PROTOCOL, Child, ChildError, ChildTimeout
 from policyspec.run.budget import PIPE_SCALE
 from policyspec.subject import ALL_CAPABILITIES, Subject, offload_key
+from policyspec.vllm.standins.gaps import StandinGap
 
 __all__ = [
     "KEY_FORMATS",
@@ -291,6 +292,9 @@ class ExecTarget:
             self.clock_read = bool(clock.get("read"))
             self.wall_after_back = bool(clock.get("wall_after_back"))
         if not answer["ok"]:
+            gap = answer.get("gap")
+            if isinstance(gap, str):  # policyspec's own gap in the child, not the policy's
+                raise StandinGap(gap)
             text = str(answer.get("error", "the policy raised"))
             raise (RemoteKeyError if text.startswith("KeyError") else PolicyError)(text)
         return answer.get("result")

@@ -22,6 +22,7 @@ from policyspec.environment import LocalEnvironment, active, controlled
 from policyspec.harness.keymap import KeyMap
 from policyspec.harness.shapes import KEY_SHAPES, passed
 from policyspec.lineproto.child import PROTOCOL
+from policyspec.vllm.standins.gaps import gap_of
 
 __all__ = ["main"]
 
@@ -65,7 +66,7 @@ class Server:
             except MemoryError:
                 raise
             except (Exception, SystemExit) as exc:  # the policy's fault, with what it read
-                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+                reply = _raised(exc, op)
         if self.given:
             reply["args"] = self._changed()
         if self.environment.read_clock:
@@ -188,6 +189,17 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(server)
 
 
+def _raised(exc: BaseException, op: object) -> dict[str, Any]:
+    """The answer for a call that raised; with ``gap`` when the exception
+    is policyspec's own (the stand-ins lack what the policy reached), so
+    that the runner stops with that line instead of judging the policy."""
+    reply: dict[str, Any] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    gap = gap_of(exc, op if isinstance(op, str) else None)
+    if gap is not None:
+        reply["gap"] = gap
+    return reply
+
+
 def _serve(server: Server) -> int:
     """Answer each request line until stdin ends."""
     out = sys.stdout
@@ -199,7 +211,7 @@ def _serve(server: Server) -> int:
             # would now be killed. End the child so the runner reports it.
             os._exit(137)
         except (Exception, SystemExit) as exc:  # the policy's fault travels as an answer
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            reply = _raised(exc, None)
         out.write(json.dumps(reply, separators=(",", ":")) + "\n")
         out.flush()
     return 0

@@ -24,6 +24,7 @@ from policyspec.model.step import PRESENCE_REQUIREMENT
 from policyspec.profiles import Profile
 from policyspec.prove.abstraction import Abstraction
 from policyspec.subject import Block, Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 
 __all__ = ["Divergence", "ProofSubject", "check_step"]
 
@@ -99,6 +100,7 @@ def check_step(
     try:
         got_result = getattr(view, op)(*call_args)
     except Exception as exc:  # a legal call must return normally
+        raise_if_gap(exc)
         return diverge("API-NO-RAISE", got_result=exc)
     if op == "insert":
         blocks[args[0]] = call_args[1]

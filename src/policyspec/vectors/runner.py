@@ -20,6 +20,7 @@ from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
 from policyspec.subject import Subject
 from policyspec.vectors.schema import read_vectors, vector_files
+from policyspec.vllm.standins.gaps import raise_if_gap
 
 __all__ = ["CaseResult", "replay_case", "replay_directory"]
 
@@ -80,6 +81,7 @@ class _Run:
         except CallTimeout:
             raise _Failed("did not return within the call time limit") from None
         except Exception as exc:
+            raise_if_gap(exc)
             raise _Failed(f"raised {type(exc).__name__}: {exc}") from None
         finally:
             watch.op = None
@@ -211,6 +213,7 @@ def replay_case(subject: Subject, case: dict[str, Any], file: str = "") -> CaseR
     try:
         run = _Run(subject, case)
     except Exception as exc:
+        raise_if_gap(exc)
         return CaseResult(**base, level="MUST", message=f"building the policy raised "
                           f"{type(exc).__name__}: {exc}")
     for step, call in enumerate(case["calls"], 1):

@@ -23,6 +23,7 @@ from policyspec.adapters import load_subject
 from policyspec.adapters.seed import unwrap
 from policyspec.subject import Subject
 from policyspec.vllm import standins
+from policyspec.vllm.standins.gaps import raise_if_gap
 from policyspec.workload.measure import TimedPolicy, owned_bytes
 from policyspec.workload.player import SEMANTICS, Player, Timing, manager_class, play_in_turn
 from policyspec.workload.ports import Chunk, driven_policy
@@ -337,6 +338,7 @@ def _run_cell(
                                   chunk_blocks=timing.chunk_blocks,
                                   new_context=_context_type(), counts=player.counts)
     except Exception as exc:  # the policy's fault, or the manager's check of it
+        raise_if_gap(exc)
         counts = player.counts
         cell.error = (f"after {counts.requests:,} requests: {type(exc).__name__}: {exc}"
                       .splitlines()[0])

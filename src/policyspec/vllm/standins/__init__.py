@@ -2,7 +2,8 @@
 
 ``installed()`` puts a meta path finder in front of ``sys.meta_path`` that
 answers every ``vllm`` / ``vllm.*`` import: the modules listed in ``MODELED``
-get our stand-in contents (``keys.py``, ``policies.py``); any other name
+get our stand-in contents (``keys.py``, ``policies.py``, the in-tree
+policies of ``intree.py``); any other name
 becomes a module of inert placeholders (``placeholders.py``). Nothing is
 installed when a real vLLM is importable, so a real vLLM is never shadowed.
 When the block ends the finder and every stand-in module leave
@@ -21,7 +22,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from policyspec.vllm.standins import keys, policies
+from policyspec.vllm.standins import intree, keys, policies
 from policyspec.vllm.standins.placeholders import (
     LoadRecord,
     PlaceholderUsedError,
@@ -88,6 +89,9 @@ MODELED: dict[str, Callable[[], dict[str, Any]]] = {
     "vllm.v1.kv_offload.cpu.policies.base": _policy_module(
         "vllm.v1.kv_offload.cpu.policies.base", chunks=True
     ),
+    # The in-tree policies of 0.33.0 and 0.34.0, at the same paths in both.
+    "vllm.v1.kv_offload.cpu.policies.lru": _fixed({"LRUCachePolicy": intree.LRUCachePolicy}),
+    "vllm.v1.kv_offload.cpu.policies.arc": _fixed({"ARCCachePolicy": intree.ARCCachePolicy}),
 }
 """The modelled modules and their contents; every other ``vllm.*`` module is
 made of placeholders."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 __all__ = [
+    "DEFAULT_MARK",
     "STANDIN_MARK",
     "BlockStatus",
     "CachePolicy",
@@ -26,6 +27,10 @@ __all__ = [
 
 STANDIN_MARK = "_policyspec_standin"
 """Class attribute naming the vLLM module a stand-in class stands for."""
+
+DEFAULT_MARK = "_policyspec_default"
+"""Function attribute of a stand-in in-tree policy's method that only does
+what the base class does by default (``intree``): not the policy's own."""
 
 _BASE_HOME = "vllm.v1.kv_offload.cpu.policies.base"
 

@@ -1,0 +1,73 @@
+"""Stand-ins for vLLM's in-tree policies, ``LRUCachePolicy``
+(``...cpu.policies.lru``) and ``ARCCachePolicy`` (``...cpu.policies.arc``),
+so that a public policy deriving from one loads and is judged without
+vLLM, as it would run on vLLM 0.33.0 or 0.34.0.
+
+Both are policyspec's reference policies (``policyspec.reference``, which
+behave as vLLM's in-tree ones) on the stand-in ``CachePolicy`` base. One
+class serves both releases, as the module path is the same in both: each
+is the 0.34.0 policy plus 0.33.0's ``touch``, so a subclass fits R9 and R10
+and is driven as its profile's release (``choose_revision``). The LRU
+leaves ``on_store_miss`` to the base class, whose default differs by
+release (0.33.0's touches, 0.34.0's does nothing); the driver supplies the
+default of the revision it drives, so the stand-in behaves as either
+release's LRU. The ARC's own ``on_store_miss`` is the same in both.
+
+Their methods count as the policy's own (a subclass that changes nothing
+is the in-tree policy), so these classes carry no stand-in mark; their
+module tells policyspec's own gaps (a ``super()`` call that reaches a name
+neither defines) from the policy's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from policyspec.reference.arc import ARCCachePolicy as _ReferenceARC
+from policyspec.reference.lru034 import LRU034CachePolicy
+from policyspec.reference.requests import RequestContextLike
+from policyspec.vllm.standins.policies import DEFAULT_MARK, CachePolicy
+
+__all__ = ["ARCCachePolicy", "LRUCachePolicy", "drive_as"]
+
+_REVISION = "_policyspec_revision"
+
+
+def drive_as(policy: object, revision: str) -> None:
+    """Tell a policy built on the stand-in LRU which release's base-class
+    defaults it runs under (R10: 0.34.0's, else 0.33.0's), for the calls of
+    a driver that does not supply them; other policies are left alone."""
+    if isinstance(policy, LRUCachePolicy):
+        setattr(policy, _REVISION, revision)
+
+
+class LRUCachePolicy(LRU034CachePolicy[Any, Any], CachePolicy):  # type: ignore[misc]
+    """vLLM's in-tree LRU (module doc): 0.34.0's with 0.33.0's ``touch``."""
+
+    def __init__(self, cache_capacity: int) -> None:
+        LRU034CachePolicy.__init__(self, cache_capacity)
+
+    def touch(self, keys: Iterable[Any], req_context: RequestContextLike) -> None:
+        # Tail first, so the head of the list ends most recent (as 0.33.0).
+        self._refresh(reversed(list(keys)))
+
+    def on_store_miss(self, keys: Iterable[Any], req_context: Any) -> None:
+        # The base class's default, whichever release's it is (module doc);
+        # marked so that the drivers and detection do not count it as the
+        # policy's own and apply the default of the revision they drive. A
+        # driver that calls it itself (the emulated manager) gets the default
+        # of the revision the policy was built for (``drive_as``).
+        if getattr(self, _REVISION, None) == "R10":
+            return None
+        CachePolicy.on_store_miss(self, keys, req_context)
+
+    setattr(on_store_miss, DEFAULT_MARK, True)
+
+
+class ARCCachePolicy(_ReferenceARC[Any, Any], CachePolicy):  # type: ignore[misc]
+    """vLLM's in-tree ARC (module doc): 0.34.0's with 0.33.0's ``touch``."""
+
+    def __init__(self, cache_capacity: int) -> None:
+        _ReferenceARC.__init__(self, cache_capacity)
+
