@@ -147,7 +147,8 @@ def _jobs(args: argparse.Namespace, say: Callable[[str], None]) -> None:
 
     budget, repeats = _pick(args, (0.2, 1), (2.0, 1), ("standard", args.repeats))
     say(f"5. --jobs 1 against --jobs 2 (policyspec check --profile lru on the reference LRU, "
-        f"budget {budget:{'' if isinstance(budget, str) else 'g'}}, alternating, median of {repeats}; wall clock)\n")
+        f"budget {budget if isinstance(budget, str) else f'{budget:g} units'}, alternating, "
+        f"median of {repeats}; wall clock)\n")
     rates = measure_jobs(budget, repeats)
     for rate in rates:
         say(f"   --jobs {rate.jobs}: {statistics.median(rate.rates):>12,.0f} checked calls per "

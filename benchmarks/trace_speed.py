@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +236,7 @@ def simulate_speeds(trace: str, size: int, requests: int, repeats: int,
                                        f"calls ({done.error or 'no error'}), its recording "
                                        f"{recorded}")
                 speed.simulate.append(done.policy_calls / seconds)
-                raw, _ = replay_split(lambda s=subject: driven_policy(s, size), log)
+                raw, _ = replay_split(partial(driven_policy, subject, size), log)
                 speed.raw.append(recorded / raw)
             speed.calls = recorded
             speed.split = split_cost(cell, _steps(subject))
