@@ -4,15 +4,19 @@ One extra run of the work under ``cProfile``: each function's own time is
 charged to the step its source file belongs to (the policy's calls, the
 model, drawing actions, the manager's emulation...), and the time of a C
 function (a dict or list method, ``random``'s core) to the step of the
-Python code that called it. The profiler adds a cost to every call, so
-call-heavy steps come out larger than they are: the shares explain a
-missed goal, the unprofiled figures beside them are the measurement.
+Python code that called it. The profiler's clock is process CPU time: with
+the wall clock, the time a busy machine keeps the process waiting lands on
+whatever system call was running (the watchdog's clock reads, for the fast
+engine). The profiler adds a cost to every call, so call-heavy steps come
+out larger than they are: the shares explain a missed goal, the
+unprofiled figures beside them are the measurement.
 """
 
 from __future__ import annotations
 
 import cProfile
 import pstats
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,7 +38,7 @@ def _step_of(filename: str, steps: Sequence[Step]) -> str:
 def split_cost(work: Callable[[], object], steps: Sequence[Step]) -> dict[str, float]:
     """Each step's share (0 to 1) of ``work``'s profiled time; the steps
     not named are "other"."""
-    profile = cProfile.Profile()
+    profile = cProfile.Profile(time.process_time)
     profile.runcall(work)
     stats: dict[Any, Any] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     totals: dict[str, float] = {name: 0.0 for name, _ in steps}

@@ -109,6 +109,7 @@ FAST_STEPS: tuple[Step, ...] = (
     ("drawing actions", ("sources/action_source.py", "sources/request_source.py",
                          "sources/clock_steps.py", "/random.py")),
     ("model (oracle)", ("sources/oracle.py", "policyspec/model/")),
+    ("watchdog (clock reads)", ("harness/watchdog.py",)),
     ("checks and bookkeeping", ("sources/fast_driver.py", "engines/fast.py",
                                 "policyspec/harness/", "policyspec/environment")),
 )
