@@ -131,7 +131,7 @@ def _lru(args: argparse.Namespace, say: Callable[[str], None]) -> None:
 def _memory(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     from benchmarks.memory import measure_memory
 
-    units, examples = _pick(args, (0.02, 2), (0.2, 2), (2.0, 20))
+    units, examples = _pick(args, (0.02, 2), (0.05, 2), (2.0, 20))
     say("4. Peak memory (tracemalloc), a short run against a ten times longer one (work units "
         "and examples)\n")
     for use in measure_memory(units, examples):

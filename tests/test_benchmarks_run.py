@@ -214,3 +214,18 @@ def test_bad_sizes_are_refused(argv: list[str], capsys: pytest.CaptureFixture[st
 
     assert main(argv) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("size", "requests"), [(256, 20), (4096, 45)])
+def test_simulate_is_replayed_on_exactly_the_calls_its_cell_made(size: int, requests: int) -> None:
+    """Raw replay is of the very calls a simulate cell makes: the recording
+    is checked against the cell's own count at every size and length (a
+    mismatch raises), for every policy of the grid."""
+    from benchmarks.trace_speed import simulate_speeds, trace_path
+
+    trace, users = trace_path(None)
+    speeds = simulate_speeds(trace, size, requests, 2)
+    assert not users and len(speeds) == 3
+    for speed in speeds:
+        assert speed.calls > requests and len(speed.simulate) == len(speed.raw) == 2
+        assert speed.ratio > 0 and speed.split["policy calls"] > 0
