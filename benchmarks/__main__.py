@@ -219,7 +219,7 @@ def _prove(args: argparse.Namespace, say: Callable[[str], None]) -> None:
 
     chosen = short_witnesses(read_witnesses())
     quickest = [w for w in chosen if Path(w.path).stem == TINY_PROVE] or chosen[:1]
-    chosen = _pick(args, quickest, chosen[:1], chosen)
+    chosen = _pick(args, quickest, quickest, chosen)
     budget, cap = _pick(args, (10.0, 30.0), (BUDGET_SECONDS, CAP_SECONDS),
                         (BUDGET_SECONDS, CAP_SECONDS))
     say(f"7. policyspec prove on the corpus files whose check witness has at most {MAX_STEPS} "
