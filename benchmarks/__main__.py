@@ -3,8 +3,8 @@
 Run from the repository root (with the project installed, e.g. the venv of
 README.md). Engines get work units, never seconds: every size below is a
 count of work. ``--short`` shrinks every section for a smoke run of a few
-minutes, ``--tiny`` to seconds (the test suite's size: it proves that each
-section runs, its figures mean nothing); ``--deep`` adds the deep budget;
+minutes, ``--tiny`` to the smallest (the test suite's size: it proves that
+each section runs, its figures mean nothing); ``--deep`` adds the deep budget;
 ``--only`` picks sections; ``--trace`` is Mooncake's conversation trace for
 the simulate sections (without it they play the bundled sample); ``--out``
 also writes the report to a file (benchmarks/results.txt holds one run).
@@ -29,8 +29,8 @@ SECTIONS = ("engines", "budgets", "lru", "memory", "jobs", "detection", "prove",
 
 TINY_DETECTION = "evict_returns_iterator"
 TINY_PROVE = "v01_ignores_protected"
-"""The corpus files of the tiny size's detection and prove sections: caught
-within seconds."""
+"""The corpus files of the small sizes' detection (tiny) and prove (tiny and
+short) sections: caught within seconds, so that a smoke run stays short."""
 
 
 def _size(args: argparse.Namespace) -> str:
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--short", action="store_true", help="a smoke run of every section "
                         "(a few minutes)")
     parser.add_argument("--tiny", action="store_true", help="every section at its smallest "
-                        "size (seconds; what the tests run)")
+                        "size (what the tests run; its figures mean nothing)")
     parser.add_argument("--deep", action="store_true", help="also measure the deep budget")
     parser.add_argument("--only", action="append", choices=SECTIONS, help="run these sections")
     parser.add_argument("--units", type=float, default=1.0,
