@@ -44,7 +44,13 @@ def _pick(args: argparse.Namespace, tiny: object, short: object, full: object) -
 
 def _engines(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     from benchmarks.cost_split import format_split
-    from benchmarks.engine_speed import EngineSpeed, fast_examples, fast_split, measure_engines
+    from benchmarks.engine_speed import (
+        SPLIT_EXAMPLES,
+        EngineSpeed,
+        fast_examples,
+        fast_split,
+        measure_engines,
+    )
 
     units = _pick(args, 0.01, 0.1, args.units)
     repeats = _pick(args, 1, 1, args.repeats)
@@ -76,7 +82,8 @@ def _engines(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         if speed.engine == "fast" and speed.ratio is not None:
             verdict = "met" if speed.ratio >= 0.5 else "missed"
             say(f"   fast, {speed.profile}: ratio {speed.ratio:.2f} (goal >= 0.5: {verdict}); "
-                f"split of its time (one profiled run): "
+                f"split of its time (one profiled run of "
+                f"{min(fast_examples(units), SPLIT_EXAMPLES)} examples): "
                 f"{format_split(fast_split(speed.profile, fast_examples(units)))}")
     say("   goals: the fast engine's ratio >= 0.5 in lru and in core; with request traffic "
         "(vLLM 0.33's\n   manager: requests and hooks; lru@R9 is the reference LRU at R9, "

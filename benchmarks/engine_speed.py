@@ -110,10 +110,18 @@ FAST_STEPS: tuple[Step, ...] = (
                          "sources/clock_steps.py", "/random.py")),
     ("model (oracle)", ("sources/oracle.py", "policyspec/model/")),
     ("watchdog (clock reads)", ("harness/watchdog.py",)),
-    ("checks and bookkeeping", ("sources/fast_driver.py", "engines/fast.py",
-                                "policyspec/harness/", "policyspec/environment")),
+    ("driver (calls, checks, bookkeeping)", ("sources/fast_driver.py",)),
+    ("engine loop", ("engines/fast.py",)),
+    ("harness (shapes, sightings, environment)", ("policyspec/harness/",
+                                                  "policyspec/environment")),
 )
 """The steps of the fast engine's cost split (``cost_split``)."""
+
+
+SPLIT_EXAMPLES = 200
+"""At most this many examples in the fast engine's profiled run: the
+profiler's CPU clock costs a system call per function entry and exit, and
+the shares settle long before."""
 
 
 def fast_examples(units: float) -> int:
@@ -151,7 +159,8 @@ def _fast_rates(subject: Subject, profile: Profile, examples: int) -> tuple[floa
 
 def fast_split(profile_name: str, examples: int) -> dict[str, float]:
     """The fast engine's cost by step on the reference LRU (one profiled
-    run of ``examples``), as shares."""
+    run of ``examples``, at most SPLIT_EXAMPLES), as shares."""
+    examples = min(examples, SPLIT_EXAMPLES)
     subject = subject_from_class(LRUCachePolicy)
     profile = get_profile(profile_name)
 
