@@ -1,14 +1,14 @@
 """Peak memory (tracemalloc) of a short run and of a ten times longer one.
 
 Two measurements: ``policyspec check --profile lru`` on the reference LRU
-with every default engine (a budget of S seconds, then 10 S), and the fast
+with every default engine (a budget of U work units, then 10 U), and the fast
 engine alone (E examples, then 10 E: the same work per example, ten times
 as much of it). A run that kept its history (traces, findings, caches that
 grow) would need about ten times the memory; target: at most 1.2 times.
 The first numbers are peaks of all memory Python had allocated during the
 run, imports and earlier runs included; the second ones count only what
-the run itself added. Each default engine is also measured alone (S, then
-10 S seconds), to show which one grows.
+the run itself added. Each default engine is also measured alone (U / 2,
+then 5 U work units), to show which one grows.
 """
 
 from __future__ import annotations
@@ -50,17 +50,17 @@ def _peak(work: Callable[[], object]) -> tuple[int, int]:
     return peak, peak - before
 
 
-def measure_memory(seconds: float, examples: int) -> list[MemoryUse]:
+def measure_memory(units: float, examples: int) -> list[MemoryUse]:
     subject = subject_from_class(LRUCachePolicy)
     lru = get_profile("lru")
     tracemalloc.start()
     try:
-        run_check(subject, lru, budget=0.5)  # imports and first-use caches
+        run_check(subject, lru, budget=min(units, 0.5))  # imports and first-use caches
         out = [
             MemoryUse(
-                f"policyspec check --profile lru, budget {seconds:g}s vs {10 * seconds:g}s",
-                _peak(lambda: run_check(subject, lru, budget=seconds)),
-                _peak(lambda: run_check(subject, lru, budget=10 * seconds)),
+                f"policyspec check --profile lru, budget {units:g} vs {10 * units:g} units",
+                _peak(lambda: run_check(subject, lru, budget=units)),
+                _peak(lambda: run_check(subject, lru, budget=10 * units)),
             ),
             MemoryUse(
                 f"fast engine, {examples} vs {10 * examples} examples",
@@ -72,9 +72,9 @@ def measure_memory(seconds: float, examples: int) -> list[MemoryUse]:
             if engine.default and engine.applies(lru):
                 run = engine.run
                 out.append(MemoryUse(
-                    f"{engine.name} engine alone, {seconds / 2:g}s vs {5 * seconds:g}s",
-                    _peak(partial(run, EngineContext(subject, lru, seconds / 2, 0, 64))),
-                    _peak(partial(run, EngineContext(subject, lru, 5 * seconds, 0, 64))),
+                    f"{engine.name} engine alone, {units / 2:g} vs {5 * units:g} units",
+                    _peak(partial(run, EngineContext(subject, lru, units / 2, 0, 64))),
+                    _peak(partial(run, EngineContext(subject, lru, 5 * units, 0, 64))),
                 ))
     finally:
         tracemalloc.stop()

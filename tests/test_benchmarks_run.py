@@ -16,7 +16,7 @@ from policyspec.engines import ENGINES
 
 
 def test_engine_speed_measures_every_default_engine() -> None:
-    speeds = list(measure_engines(0.05, 1, profiles=("core",)))
+    speeds = list(measure_engines(0.05, 1, profiles=("core",), exhaustive_depth=2))
     # The engines' rows run on the seed LRU: an engine that needs a
     # capability it lacks (vllm-manager: the request hooks) makes no call.
     idle = [s for s in speeds if _needs_a_capability(s.engine)]
@@ -132,3 +132,100 @@ def test_the_step_count_charges_the_busy_time_to_the_requests_running() -> None:
     # the same requests overlap: fewer steps, the same order of calls
     assert together.steps < alone.steps
     assert together.calls_per_step > alone.calls_per_step
+
+
+@pytest.mark.parametrize("units", [0.01, 0.03])
+def test_engine_speed_does_the_same_work_every_run(units: float) -> None:
+    """Engines get work units, never seconds: two runs of one size make the
+    same calls (a clock-bound run would not), and a larger size makes more."""
+    rows: list[str] = []
+    speeds = measure_engines(units, 2, profiles=("lru",), exhaustive_depth=2,
+                             progress=lambda speed: rows.append(speed.engine))
+    assert rows == [s.engine for s in speeds]  # each row reported as soon as measured
+    for speed in speeds:
+        assert len(speed.calls) == 2 and speed.calls[0] == speed.calls[1], speed.engine
+    fast_calls = next(s.calls[0] for s in speeds if s.engine == "fast")
+    bigger = measure_engines(units * 4, 1, profiles=("lru",), exhaustive_depth=2)
+    assert next(s.calls[0] for s in bigger if s.engine == "fast") > fast_calls
+
+
+def test_the_cost_split_charges_each_step_its_share() -> None:
+    from benchmarks.cost_split import format_split, split_cost
+
+    def busy(n: int) -> int:
+        return sum(i * i for i in range(n))
+
+    shares = split_cost(lambda: [busy(20_000) for _ in range(5)],
+                        [("this file", ("test_benchmarks_run.py",))])
+    assert set(shares) == {"this file", "other"}
+    assert shares["this file"] > 0.5 and sum(shares.values()) == pytest.approx(1.0)
+    assert format_split(shares).startswith("this file ")
+
+
+SECTION_ROWS = {
+    "engines": ("1. Checked calls", "   fast           lru       lru ", "fast, core: ratio "),
+    "budgets": ("2. What each --budget", "   0.2 units "),
+    "lru": ("3. Reference LRU", "   process 1: reference"),
+    "memory": ("4. Peak memory", "   fast engine, 2 vs 20 examples"),
+    "jobs": ("5. --jobs 1 against", "   --jobs 1: ", "   --jobs 2: "),
+    "detection": ("6. Detection", "   0.2 units   1/1 "),
+    "prove": ("7. policyspec prove", "   v01_ignores_protected ", "   found "),
+    "simulate": ("8. policyspec simulate's", "   reference LRU ", "       split: "),
+    "grid": ("9. The 3 x 3 grid", "   9 cells of 30 requests", "   split (the median run"),
+}
+
+
+@pytest.mark.slow
+def test_every_section_prints_its_rows_at_the_tiny_size(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m benchmarks --tiny`` runs every section and each prints
+    its rows (no figure is judged: the machine may be busy)."""
+    from benchmarks.__main__ import SECTIONS, main
+
+    assert set(SECTION_ROWS) == set(SECTIONS)
+    assert main(["--tiny"]) == 0
+    out = capsys.readouterr().out
+    for section, rows in SECTION_ROWS.items():
+        for row in rows:
+            assert row in out, f"{section}: no {row!r}"
+    assert "ratio" in out.split("8. ")[1] and " calls  simulate " in out
+
+
+@pytest.mark.parametrize("argv", [["--trace", "/nonexistent/conversation_trace.jsonl"],
+                                  ["--only", "grid", "--trace", "/"]])
+def test_a_missing_trace_stops_with_one_line_saying_how_to_get_it(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.__main__ import main
+    from benchmarks.trace_speed import DOWNLOAD
+    from benchmarks.trace_speed import main as trace_main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and DOWNLOAD in err and not capsys.readouterr().out
+    assert trace_main(argv[-2:]) == 2
+    assert DOWNLOAD in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--units", "0"], ["--repeats", "0"], ["--units", "-1"]])
+def test_bad_sizes_are_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.__main__ import main
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("size", "requests"), [(256, 20), (4096, 45)])
+def test_simulate_is_replayed_on_exactly_the_calls_its_cell_made(size: int, requests: int) -> None:
+    """Raw replay is of the very calls a simulate cell makes: the recording
+    is checked against the cell's own count at every size and length (a
+    mismatch raises), for every policy of the grid."""
+    from benchmarks.trace_speed import simulate_speeds, trace_path
+
+    trace, users = trace_path(None)
+    speeds = simulate_speeds(trace, size, requests, 2)
+    assert not users and len(speeds) == 3
+    for speed in speeds:
+        assert speed.calls > requests and len(speed.simulate) == len(speed.raw) == 2
+        assert speed.ratio > 0 and speed.split["policy calls"] > 0
