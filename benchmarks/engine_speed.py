@@ -109,10 +109,10 @@ def _fast_rates(subject: Subject, profile: Profile, seconds: float) -> tuple[flo
     seed = 0
     while checked_time < seconds:
         start = process_time()
-        run = run_fast(subject, profile, 0, seed, 64, examples=SEGMENT)
+        run = run_fast(EngineContext(subject, profile, 0, seed, 64, count=SEGMENT))
         checked_time += process_time() - start
         log: Log = []
-        run_fast(recording(subject, log), profile, 0, seed, 64, examples=SEGMENT)
+        run_fast(EngineContext(recording(subject, log), profile, 0, seed, 64, count=SEGMENT))
         program, calls = prepare(log, LRUCachePolicy)
         if calls != run.calls:
             raise RuntimeError(f"seed {seed}: the checked run made {run.calls} calls, its "
@@ -134,7 +134,7 @@ def _request_rate(
     calls = hooks = seed = 0
     while spent < seconds:
         start = process_time()
-        run = run_fast(subject, profile, 0, seed, 64, examples=SEGMENT)
+        run = run_fast(EngineContext(subject, profile, 0, seed, 64, count=SEGMENT))
         spent += process_time() - start
         if run.findings or run.error or not run.checked["HOOK-TOTAL"]:
             raise RuntimeError(f"{subject.name}, seed {seed}: {run.error or run.findings} "
