@@ -507,13 +507,7 @@ def run_manager(
         machine, engine="manager", seed=ctx.seed, examples=ctx.examples(RATE),
         steps=steps, chunk=10, database=ctx.database, cap=ctx.cap,
     )
-    sizes = machine.stats.capacities
-    if sizes:
-        run.counts["largest_capacity"] = max(sizes)
-        if drawn:  # run_details says it, once per engine
-            run.counts["large_examples"] = sum(
-                count for cap, count in sizes.items() if cap > capacity)
-            run.counts["sized_examples"] = sizes.total()
+    machine.stats.count_capacities(run, capacity, bool(drawn))
     for finding in run.findings:
         if finding.capacity == capacity:
             finding.capacity = None  # the run's own is not repeated

@@ -103,6 +103,17 @@ class MachineStats:
     capacities: Counter[int] = field(default_factory=Counter)
     """Examples run at each capacity (``CheckedMachine.teardown``)."""
 
+    def count_capacities(self, run: EngineRun, capacity: int, drawn: bool) -> None:
+        """The capacities the examples ran at, in ``run.counts``: the
+        stateful and the manager engines report them alike (``run_details``
+        says them once per engine, and only when sizes were drawn)."""
+        if self.capacities:
+            run.counts["largest_capacity"] = max(self.capacities)
+            if drawn:
+                run.counts["large_examples"] = sum(
+                    count for size, count in self.capacities.items() if size > capacity)
+                run.counts["sized_examples"] = self.capacities.total()
+
 
 class CheckedMachine(RuleBasedStateMachine):
     """A state machine ``run_machine`` can run: its class counts examples,
@@ -665,13 +676,7 @@ def _counted(
     """``run`` with the capacities its examples drew in its counts and notes,
     and its findings at the smallest capacity that shows them."""
     if not isinstance(source, EngineRun):
-        sizes = source.stats.capacities
-        if sizes:
-            run.counts["largest_capacity"] = max(sizes)
-            if drawn:  # run_details says it, once per engine
-                run.counts["large_examples"] = sum(
-                    count for size, count in sizes.items() if size > capacity)
-                run.counts["sized_examples"] = sizes.total()
+        source.stats.count_capacities(run, capacity, bool(drawn))
     for finding in run.findings:
         if finding.capacity is not None and finding.capacity > capacity:
             _at_smallest(subject, profile, finding, cap)
