@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -176,6 +177,14 @@ def test_every_registered_engine_runs_from_an_engine_context(random_walk: str) -
                        inspect.Parameter.empty) for p in others), name
         assert all(p.default is not inspect.Parameter.empty for p in others), name
         assert not {"units", "seed", "capacity", "cap", "examples"} & {p.name for p in others}
+    # ... and no second entry point beside it that takes them one by one.
+    modules = {sys.modules[engine.run.__module__] for engine in ENGINES.values()
+               if engine.run.__module__.startswith("policyspec.engines.")}
+    assert len(modules) == 12
+    for module in modules:
+        for name, function in vars(module).items():
+            if inspect.isfunction(function) and function.__module__ == module.__name__:
+                assert "units" not in inspect.signature(function).parameters, name
 
 
 def test_no_engine_turns_work_units_into_a_count_itself() -> None:
