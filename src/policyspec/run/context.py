@@ -1,8 +1,10 @@
 """The engine contract: what an engine declares (``Engine``) and what one
 run of it gets (``EngineContext``). An engine is a module of
-``policyspec.engines`` with a function ``run(ctx) -> EngineRun`` and an
-``Engine`` naming it; ``policyspec.engines`` registers them
-(spec/extending.md shows a new one).
+``policyspec.engines`` with one function of the context to an
+``EngineRun`` (``run_fast(ctx)``, ...) and an ``Engine`` naming it;
+``policyspec.engines`` registers them (spec/extending.md shows a new one).
+Engines count their work and see the cap only through the context, so
+that the budget's rule is written once.
 """
 
 from __future__ import annotations
