@@ -143,10 +143,10 @@ def _fast_rates(subject: Subject, profile: Profile, examples: int) -> tuple[floa
     checked_calls = raw_calls = 0
     for seed, count in _segments(examples):
         start = process_time()
-        run = run_fast(subject, profile, 0, seed, 64, examples=count)
+        run = run_fast(EngineContext(subject, profile, 0, seed, 64, count=count))
         checked_time += process_time() - start
         log: Log = []
-        run_fast(recording(subject, log), profile, 0, seed, 64, examples=count)
+        run_fast(EngineContext(recording(subject, log), profile, 0, seed, 64, count=count))
         program, calls = prepare(log, LRUCachePolicy)
         if calls != run.calls:
             raise RuntimeError(f"seed {seed}: the checked run made {run.calls} calls, its "
@@ -166,7 +166,7 @@ def fast_split(profile_name: str, examples: int) -> dict[str, float]:
 
     def work() -> None:
         for seed, count in _segments(examples):
-            run_fast(subject, profile, 0, seed, 64, examples=count)
+            run_fast(EngineContext(subject, profile, 0, seed, 64, count=count))
 
     return split_cost(work, FAST_STEPS)
 
@@ -181,7 +181,7 @@ def _request_rate(
     calls = hooks = 0
     for seed, count in _segments(examples):
         start = process_time()
-        run = run_fast(subject, profile, 0, seed, 64, examples=count)
+        run = run_fast(EngineContext(subject, profile, 0, seed, 64, count=count))
         spent += process_time() - start
         if run.findings or run.error or not run.checked["HOOK-TOTAL"]:
             raise RuntimeError(f"{subject.name}, seed {seed}: {run.error or run.findings} "

@@ -33,6 +33,7 @@ from policyspec.environment import LocalEnvironment, active, controlled
 from policyspec.harness import Lockstep
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.subject import Subject, subject_from_class
 
 __all__ = ["NoEnvironment", "clock_reads", "fast_overhead", "lockstep_overhead", "main"]
@@ -79,11 +80,14 @@ def fast_overhead(examples: int = 200, repeats: int = 10) -> tuple[float, float,
     environment and without, and the checked calls of one run."""
     with_env, without = _subjects()
     core = get_profile("core")
-    calls = run_fast(with_env, core, 60.0, 0, 64, examples=examples, fixed=True).calls
+    calls = run_fast(EngineContext(with_env, core, 60.0, 0, 64, count=examples,
+                                   capacity_fixed=True)).calls
     with controlled(0):
         timed, base = _alternate([
-            lambda: run_fast(with_env, core, 60.0, 0, 64, examples=examples, fixed=True),
-            lambda: run_fast(without, core, 60.0, 0, 64, examples=examples, fixed=True),
+            lambda: run_fast(EngineContext(with_env, core, 60.0, 0, 64, count=examples,
+                                           capacity_fixed=True)),
+            lambda: run_fast(EngineContext(without, core, 60.0, 0, 64, count=examples,
+                                           capacity_fixed=True)),
         ], repeats)
     return min(timed), min(base), calls
 

@@ -64,8 +64,8 @@ def measure_memory(units: float, examples: int) -> list[MemoryUse]:
             ),
             MemoryUse(
                 f"fast engine, {examples} vs {10 * examples} examples",
-                _peak(lambda: run_fast(subject, lru, 0, 0, 64, examples=examples)),
-                _peak(lambda: run_fast(subject, lru, 0, 0, 64, examples=10 * examples)),
+                _peak(lambda: run_fast(EngineContext(subject, lru, 0, 0, 64, count=examples))),
+                _peak(lambda: run_fast(EngineContext(subject, lru, 0, 0, 64, count=10 * examples))),
             ),
         ]
         for engine in ENGINES.values():

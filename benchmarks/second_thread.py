@@ -25,6 +25,7 @@ from policyspec.engines.arc_memory import run_arc_memory
 from policyspec.harness import lockstep
 from policyspec.profiles import get_profile
 from policyspec.reference import LRU033CachePolicy
+from policyspec.run.context import EngineContext
 
 __all__ = ["main", "measure"]
 
@@ -40,8 +41,8 @@ def measure(every: int, units: float) -> tuple[float, float, int]:
     saved, lockstep.THREAD_EVERY = lockstep.THREAD_EVERY, every
     try:
         wall, cpu = time.perf_counter(), time.process_time()
-        run = run_arc_memory(subject, profile, units, 0, 64, fixed=True, ranked=True,
-                             engine="request-memory")
+        run = run_arc_memory(EngineContext(subject, profile, units, 0, 64, capacity_fixed=True),
+                             ranked=True, engine="request-memory")
         if run.findings or run.error:
             raise RuntimeError(f"the reference failed: {run.error or run.findings[0]}")
         return time.perf_counter() - wall, time.process_time() - cpu, run.calls

@@ -40,6 +40,7 @@ from policyspec.model.preconditions import (
 from policyspec.model.state import State, is_quiescent, well_formed
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.session import run_check
 from policyspec.subject import Block, Subject, subject_from_class
 
@@ -166,8 +167,8 @@ class RefusesEverything(LRUCachePolicy[Any, Any]):
 def test_a_policy_whose_evict_refuses_gets_the_evict_costs_not_applicable() -> None:
     small = CostSettings(pinned=20, factor=5, idle=600, idle_for_lengths=120, batch=8,
                          fewest=4, touched=8, rounds=1, samples=1)
-    run = run_cost(subject_from_class(RefusesEverything), get_profile("cost"), 1.0, 0, 64,
-                   settings=small)
+    run = run_cost(EngineContext(subject_from_class(RefusesEverything), get_profile("cost"), 1.0,
+                                 0, 64), settings=small)
     assert set(run.not_applicable) == {"COST-EVICT-PINNED", "COST-EVICT-LINEAR"}
     assert run.checked["COST-GET-FLAT"] == 1 and run.findings == []
 

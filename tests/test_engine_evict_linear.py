@@ -19,6 +19,7 @@ from policyspec.engines.evict_linear import STEEPER, run_evict_linear
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy
 from policyspec.reports.markdown import run_markdown
+from policyspec.run.context import EngineContext
 from policyspec.run.result import EngineRun
 from policyspec.session import run_check
 from policyspec.subject import Block, Subject
@@ -34,7 +35,7 @@ def _faulty(path: Path) -> Subject:
 
 
 def _run(subject: Subject) -> EngineRun:
-    return run_evict_linear(subject, None, 1.0, 0, 0, requirement=RID)
+    return run_evict_linear(EngineContext(subject, get_profile("arc"), 1.0, 0, 0), requirement=RID)
 
 
 def _on_chunks(cls: type) -> Subject:

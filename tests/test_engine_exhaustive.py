@@ -22,6 +22,7 @@ from policyspec.model.actions import Action, expand
 from policyspec.model.state import State
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 
@@ -120,7 +121,7 @@ def test_every_candidate_is_legal_and_domains_are_bounded() -> None:
 
 
 def test_reference_lru_passes_and_counts_match_the_model() -> None:
-    run = run_exhaustive(reference(), LRU, 64, SMALL)
+    run = run_exhaustive(EngineContext(reference(), LRU, 0, 0, 64), SMALL)
     assert run.findings == []
     expected = list(sequences(SMALL))
     assert run.counts["sequences"] == len(expected)
@@ -130,8 +131,9 @@ def test_reference_lru_passes_and_counts_match_the_model() -> None:
 
 
 def test_copy_and_replay_explore_the_same_space() -> None:
-    copied = run_exhaustive(reference(), LRU, 64, replace(SMALL, strategy="copy"))
-    replayed = run_exhaustive(reference(), LRU, 64, replace(SMALL, strategy="replay"))
+    ctx = EngineContext(reference(), LRU, 0, 0, 64)
+    copied = run_exhaustive(ctx, replace(SMALL, strategy="copy"))
+    replayed = run_exhaustive(ctx, replace(SMALL, strategy="replay"))
     assert copied.counts == replayed.counts
     assert copied.calls < replayed.calls  # replay pays for every prefix again
 
@@ -141,7 +143,7 @@ def test_a_policy_that_cannot_be_copied_is_replayed() -> None:
         def __deepcopy__(self, memo: dict[int, Any]) -> Any:
             raise TypeError("no copies")
 
-    run = run_exhaustive(subject_from_class(Uncopyable), LRU, 64, SMALL)
+    run = run_exhaustive(EngineContext(subject_from_class(Uncopyable), LRU, 0, 0, 64), SMALL)
     assert run.findings == []
     assert any("replayed" in note for note in run.notes)
 
@@ -149,8 +151,8 @@ def test_a_policy_that_cannot_be_copied_is_replayed() -> None:
 @pytest.mark.parametrize("shards", [2, 3])
 def test_shards_partition_the_search_space(shards: int) -> None:
     bounds = Bounds(depth=3, keys=3)
-    whole = run_exhaustive(reference(), LRU, 64, bounds)
-    parts = [run_exhaustive(reference(), LRU, 64, bounds, (k, shards))
+    whole = run_exhaustive(EngineContext(reference(), LRU, 0, 0, 64), bounds)
+    parts = [run_exhaustive(EngineContext(reference(), LRU, 0, 0, 64, shard=(k, shards)), bounds)
              for k in range(1, shards + 1)]
     for field in ("sequences", "maximal_sequences"):
         assert sum(p.counts[field] for p in parts) == whole.counts[field]
@@ -165,7 +167,7 @@ def test_shards_partition_the_search_space(shards: int) -> None:
 def test_needle_fault_is_found_with_a_minimal_sequence() -> None:
     needle = load("exhaustive_third_key_touched_twice")
     subject = subject_from_class(needle.Policy)
-    run = run_exhaustive(subject, CORE, 64, Bounds(depth=5, keys=3))
+    run = run_exhaustive(EngineContext(subject, CORE, 0, 0, 64), Bounds(depth=5, keys=3))
     [finding] = run.findings
     assert finding.requirement == "EVICT-IDLE-ONLY"
     assert finding.shrunk

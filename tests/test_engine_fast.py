@@ -38,6 +38,7 @@ from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.model.step import PREDICT, ProfileModel
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.session import run_check, shard_seed
 from policyspec.sources.action_source import ActionSource, actions_of
 from policyspec.sources.fast_driver import Driver
@@ -144,7 +145,7 @@ def test_bursts_and_single_actions_stay_inside_the_caller_contract(seed: int) ->
 
 
 def test_the_fast_engine_keeps_large_caches_busy() -> None:
-    run = run_fast(LRU, get_profile("lru"), 0, 0, 64, examples=6)
+    run = run_fast(EngineContext(LRU, get_profile("lru"), 0, 0, 64, count=6))
     assert run.counts["mean_keys"] >= 40, run.counts
     assert run.counts["mean_idle"] >= 20, run.counts
 
@@ -154,7 +155,7 @@ def test_the_fast_engine_keeps_large_caches_busy() -> None:
 
 @pytest.mark.parametrize("profile", ["lru", "core"])
 def test_reference_lru_passes(profile: str) -> None:
-    run = run_fast(LRU, get_profile(profile), 0, 1, 64, examples=10)
+    run = run_fast(EngineContext(LRU, get_profile(profile), 0, 1, 64, count=10))
     assert run.findings == [] and run.error is None
     assert run.steps >= 5000 and run.examples == 10
     assert run.checked["EVICT-IDLE-ONLY"] > 0 and run.checked["INSERT-ADDS"] > 0
@@ -162,7 +163,7 @@ def test_reference_lru_passes(profile: str) -> None:
 
 def test_other_refinements_run_through_the_model_and_its_hooks() -> None:
     subject = subject_for_class(ARCCachePolicy)  # R9: through the seed adapter
-    run = run_fast(subject, get_profile("arc"), 0, 0, 16, examples=2)
+    run = run_fast(EngineContext(subject, get_profile("arc"), 0, 0, 16, count=2))
     assert run.findings == [] and run.error is None
     assert any("no fast oracle" in note for note in run.notes)
     assert run.checked["ARC-EVICT-ORDER"] > 0
@@ -252,7 +253,7 @@ class RefusesBigEvictions(LRUCachePolicy[Any, Any]):
 def test_a_planted_fault_is_found_shrunk_and_named(
     policy: type, profile: str, requirement: str, longest: int
 ) -> None:
-    run = run_fast(subject_from_class(policy), get_profile(profile), 20.0, 0, 64)
+    run = run_fast(EngineContext(subject_from_class(policy), get_profile(profile), 20.0, 0, 64))
     assert run.error is None
     assert [f.requirement for f in run.findings] == [requirement]
     finding = run.findings[0]
@@ -261,8 +262,8 @@ def test_a_planted_fault_is_found_shrunk_and_named(
 
 
 def test_a_should_failure_is_reported_and_the_run_goes_on() -> None:
-    run = run_fast(subject_from_class(RefusesBigEvictions), get_profile("core"), 0, 0, 64,
-                   examples=20)
+    run = run_fast(EngineContext(subject_from_class(RefusesBigEvictions), get_profile("core"), 0,
+                                 0, 64, count=20))
     assert [f.requirement for f in run.findings] == ["EVICT-LIVENESS"]
     assert run.examples == 20
 
@@ -283,8 +284,8 @@ class FailsOnlyInItsFirstLife(LRUCachePolicy[Any, Any]):
 
 
 def test_a_difference_the_harness_cannot_reproduce_is_an_error_not_a_verdict() -> None:
-    run = run_fast(subject_from_class(FailsOnlyInItsFirstLife), get_profile("core"), 0, 0, 16,
-                   examples=1)
+    run = run_fast(EngineContext(subject_from_class(FailsOnlyInItsFirstLife), get_profile("core"),
+                                 0, 0, 16, count=1))
     assert run.findings == []
     assert run.error is not None and "does not reproduce" in run.error
 
@@ -323,14 +324,14 @@ def _recording(log: list[tuple[str, Any]]) -> Subject:
 def test_the_same_seed_makes_the_same_calls() -> None:
     first: list[tuple[str, Any]] = []
     second: list[tuple[str, Any]] = []
-    run_fast(_recording(first), get_profile("lru"), 0, 7, 32, examples=3)
-    run_fast(_recording(second), get_profile("lru"), 0, 7, 32, examples=3)
+    run_fast(EngineContext(_recording(first), get_profile("lru"), 0, 7, 32, count=3))
+    run_fast(EngineContext(_recording(second), get_profile("lru"), 0, 7, 32, count=3))
     assert first == second and len(first) > 1000
 
 
 def test_calls_counts_every_policy_call_and_the_report_sums_them() -> None:
     log: list[tuple[str, Any]] = []
-    run = run_fast(_recording(log), get_profile("core"), 0, 3, 32, examples=2)
+    run = run_fast(EngineContext(_recording(log), get_profile("core"), 0, 3, 32, count=2))
     assert run.calls == len(log)
     report = run_check(LRU, get_profile("lru"), budget=1.0, engines=["fast", "stateful"])
     engines = report.stats["engines"]
@@ -353,8 +354,8 @@ def test_a_shard_replays_the_same_calls_and_differs_from_its_siblings() -> None:
     logs: list[list[tuple[str, Any]]] = []
     for shard in [(2, 3), (2, 3), (3, 3)]:
         logs.append([])
-        run_fast(_recording(logs[-1]), get_profile("lru"), 0, shard_seed(4, shard), 32,
-                 examples=1)
+        run_fast(EngineContext(_recording(logs[-1]), get_profile("lru"), 0, shard_seed(4, shard),
+                               32, count=1))
     assert logs[0] == logs[1]
     assert logs[0] != logs[2]
 
@@ -377,7 +378,8 @@ if str(ROOT) not in sys.path:  # benchmarks/ is a package at the repository root
 def test_the_seed_design_baseline_is_an_exact_lru() -> None:
     from benchmarks.seed_design_lru import SeedDesignLRU
 
-    run = run_fast(subject_from_class(SeedDesignLRU), get_profile("lru"), 0, 2, 64, examples=8)
+    run = run_fast(EngineContext(subject_from_class(SeedDesignLRU), get_profile("lru"), 0, 2, 64,
+                                 count=8))
     assert run.findings == [] and run.error is None
 
 

@@ -31,6 +31,7 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import get_profile
 from policyspec.reference import LRU033CachePolicy, LRUCachePolicy
 from policyspec.registry import load_registry
+from policyspec.run.context import EngineContext
 from policyspec.session import run_check
 from policyspec.sources.action_source import Run, actions_of
 from policyspec.sources.fast_driver import Driver
@@ -145,7 +146,7 @@ def test_the_same_seed_gives_the_same_request_actions() -> None:
 
 @pytest.mark.parametrize("subject", [LRU_R9, LRU_033], ids=["lru@R9", "lru-0.33"])
 def test_the_reference_policies_pass_with_request_traffic(subject: Subject) -> None:
-    run = run_fast(subject, CORE, 0, 0, 64, examples=30)
+    run = run_fast(EngineContext(subject, CORE, 0, 0, 64, count=30))
     assert not run.findings and run.error is None
     checked = run.checked
     assert checked["HOOK-TOTAL"] > 500 and checked["HOOK-KEEPS-MEMBERSHIP"] > 500
@@ -153,7 +154,7 @@ def test_the_reference_policies_pass_with_request_traffic(subject: Subject) -> N
 
 
 def test_a_subject_without_hooks_keeps_the_seed_traffic() -> None:
-    run = run_fast(subject_for_class(LRUCachePolicy), CORE, 0, 0, 64, examples=5)
+    run = run_fast(EngineContext(subject_for_class(LRUCachePolicy), CORE, 0, 0, 64, count=5))
     assert not run.findings and run.checked["HOOK-TOTAL"] == 0
     assert run.checked["API-ANY-THREAD"] == 0
 
@@ -182,7 +183,7 @@ def test_the_fast_engine_alone_catches_the_core_hook_faults(stem: str, requireme
 
 def test_a_hook_fault_gives_the_same_finding_for_the_same_seed() -> None:
     subject = faulty("hook_finish_raises_on_in_flight")
-    first, again = (run_fast(subject, CORE, 2.0, 7, 64) for _ in range(2))
+    first, again = (run_fast(EngineContext(subject, CORE, 2.0, 7, 64)) for _ in range(2))
     assert first.findings and first.findings[0].requirement == "HOOK-TOTAL"
     assert [(f.requirement, f.trace) for f in first.findings] == [
         (f.requirement, f.trace) for f in again.findings]
@@ -209,10 +210,10 @@ def test_a_full_cache_hook_fault_is_found_at_the_small_capacity_unless_it_is_fix
     engine's own shrinking gets depends on the machine: it is bounded in
     time; the report's minimiser goes on.)"""
     subject = faulty("hook_store_miss_makes_room")
-    small = run_fast(subject, CORE, 2.0, 0, 64)
+    small = run_fast(EngineContext(subject, CORE, 2.0, 0, 64))
     assert [f.capacity for f in small.findings] == [SMALL_CAPACITY]
     failure = failure_of(subject, CORE, SMALL_CAPACITY, small.findings[0].trace)
     assert failure is not None and failure.requirement == "HOOK-KEEPS-MEMBERSHIP"
-    fixed = run_fast(subject, CORE, 2.0, 0, 64, fixed=True)
+    fixed = run_fast(EngineContext(subject, CORE, 2.0, 0, 64, capacity_fixed=True))
     assert fixed.findings and all(f.capacity is None for f in fixed.findings)
     assert sum(a[0] == "insert" for a in fixed.findings[0].trace) >= 64  # a full cache of 64

@@ -16,6 +16,7 @@ from policyspec.findings.finish import finish
 from policyspec.harness.watchdog import Watchdog
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.subject import subject_from_class
 
 CORE = get_profile("core")
@@ -95,7 +96,7 @@ def test_requests_share_prefixes_and_never_collide() -> None:
 
 def test_reference_lru_conforms_under_manager_traffic() -> None:
     for profile in (CORE, LRU):
-        run = run_manager(REFERENCE, profile, 1.0, 0, 64)
+        run = run_manager(EngineContext(REFERENCE, profile, 1.0, 0, 64))
         assert run.findings == [], run.findings[0].message
         assert run.steps > 1000
         for rid in ("MANAGER-BLOCK-IDS", "MANAGER-IDLE-COUNT", "MANAGER-NO-LOST-DATA"):
@@ -112,7 +113,7 @@ def test_manager_machine_reaches_large_states(monkeypatch: pytest.MonkeyPatch) -
         largest["idle"] = max(largest["idle"], self.idle_count)
 
     monkeypatch.setattr(ManagerMachine, "_audit", measuring)
-    run_manager(REFERENCE, CORE, 1.0, 1, 64)
+    run_manager(EngineContext(REFERENCE, CORE, 1.0, 1, 64))
     assert largest["held"] >= 40
     assert largest["idle"] >= 40
 
@@ -138,13 +139,13 @@ def never(requirement: str) -> bool:
 def test_manager_checks_fail_when_the_policy_breaks_them(
     policy: type, requirements: set[str]
 ) -> None:
-    run = run_manager(subject_from_class(policy), CORE, 1.0, 0, 16, fatal=never)
+    run = run_manager(EngineContext(subject_from_class(policy), CORE, 1.0, 0, 16), fatal=never)
     found = {f.requirement for f in run.findings}
     assert requirements <= found, found
 
 
 def test_policy_level_check_fires_first_by_default() -> None:
-    run = run_manager(subject_from_class(EvictsInFlight), CORE, 2.0, 0, 16)
+    run = run_manager(EngineContext(subject_from_class(EvictsInFlight), CORE, 2.0, 0, 16))
     assert [f.requirement for f in run.findings] == ["EVICT-IDLE-ONLY"]
     assert run.findings[0].trace
 
@@ -153,7 +154,7 @@ def test_manager_failure_is_minimised_through_a_lenient_harness() -> None:
     # The engine generates only; findings.finish minimises, replaying a
     # manager finding with the manager's bookkeeping (findings/manager_replay.py).
     subject = subject_from_class(EvictsInFlight)
-    run = run_manager(subject, CORE, 2.0, 0, 16, fatal=manager_only)
+    run = run_manager(EngineContext(subject, CORE, 2.0, 0, 16), fatal=manager_only)
     found = {f.requirement for f in run.findings}
     assert "EVICT-IDLE-ONLY" in found  # recorded, not raised
     [raw] = [f for f in run.findings if f.requirement.startswith("MANAGER")]

@@ -15,6 +15,7 @@ from policyspec.engines.arc_memory import run_arc_memory
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRU033CachePolicy
 from policyspec.reference.lru033 import RequestRank
+from policyspec.run.context import EngineContext
 
 EXAMPLES = 60
 
@@ -68,9 +69,8 @@ class StaleRankLRU(LRU033CachePolicy[Any, Any]):
 
 
 def _findings(cls: type, profile: str, engine: str) -> list[str]:
-    run = run_arc_memory(subject_for_class(cls), get_profile(profile), 0.0, 0, 64,
-                         fixed=False, examples=EXAMPLES, ranked=engine == "request-memory",
-                         engine=engine)
+    ctx = EngineContext(subject_for_class(cls), get_profile(profile), 0.0, 0, 64, count=EXAMPLES)
+    run = run_arc_memory(ctx, ranked=engine == "request-memory", engine=engine)
     assert run.error is None
     return [finding.requirement for finding in run.findings]
 
@@ -87,9 +87,8 @@ def test_the_engines_run_only_with_their_profiles() -> None:
     (LRU033CachePolicy, "lru-0.33", "request-memory"),
 ])
 def test_the_references_pass(cls: type, profile: str, engine: str) -> None:
-    run = run_arc_memory(subject_for_class(cls), get_profile(profile), 0.0, 0, 64,
-                         fixed=False, examples=EXAMPLES, ranked=engine == "request-memory",
-                         engine=engine)
+    ctx = EngineContext(subject_for_class(cls), get_profile(profile), 0.0, 0, 64, count=EXAMPLES)
+    run = run_arc_memory(ctx, ranked=engine == "request-memory", engine=engine)
     assert run.error is None and not run.findings
     assert run.examples == EXAMPLES and run.calls > 0
     exercised = {"arc": "ARC-EVICT-GHOSTS", "lru-0.33": "LRU033-CLEAR-RESET"}[profile]

@@ -16,6 +16,7 @@ from policyspec.engines import ENGINES
 from policyspec.engines.metamorphic import RELATIONS, run_metamorphic
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.subject import subject_from_class
 
 CORE = get_profile("core")
@@ -198,7 +199,8 @@ class EntropyRandom(SeededRandom):
 def run(policy: type, examples: int) -> Any:
     """A run bounded by its number of sequences, not by time (the same on a
     busy machine)."""
-    return run_metamorphic(subject_from_class(policy), CORE, 60.0, 0, 64, examples=examples)
+    return run_metamorphic(EngineContext(subject_from_class(policy), CORE, 60.0, 0, 64,
+                                         count=examples))
 
 
 def test_metamorphic_engine_is_registered() -> None:
@@ -286,6 +288,6 @@ def test_a_policy_drawing_from_the_global_generator_is_judged() -> None:
 def test_clear_fresh_is_skipped_without_clear() -> None:
     subject = subject_from_class(LRUCachePolicy)
     subject = type(subject)(subject.name, subject.build, capabilities=frozenset({"mark"}))
-    result = run_metamorphic(subject, CORE, 60.0, 0, 64, examples=1)
+    result = run_metamorphic(EngineContext(subject, CORE, 60.0, 0, 64, count=1))
     assert "CLEAR-FRESH" not in result.checked
     assert result.checked["GET-PURE"] > 0

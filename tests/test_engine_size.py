@@ -25,6 +25,7 @@ from policyspec.engines.size import (
 )
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.sources.sizes import STEEP_MOST
 
 FAULTY = Path(__file__).parent / "faulty"
@@ -49,15 +50,15 @@ def test_a_fixed_capacity_is_kept_by_every_scenario() -> None:
         scenario = draw_scenario(rng, index, 100, HUGE)
         assert scenario.capacity(100) == 100
         assert scenario.fill + scenario.busy <= 100
-    run = run_size(subject_for_class(LRUCachePolicy), get_profile("lru"), 0, 2, 100,
-                   fixed=True, examples=len(TIERS))
+    run = run_size(EngineContext(subject_for_class(LRUCachePolicy), get_profile("lru"), 0, 2, 100,
+                                 capacity_fixed=True, count=len(TIERS)))
     assert not run.findings and run.counts["largest_capacity"] == 100
 
 
 def test_the_references_pass_every_tier() -> None:
     for profile in ("core", "lru"):
-        run = run_size(subject_for_class(LRUCachePolicy), get_profile(profile), 0, 5, 64,
-                       examples=len(TIERS))
+        run = run_size(EngineContext(subject_for_class(LRUCachePolicy), get_profile(profile), 0, 5,
+                                     64, count=len(TIERS)))
         assert not run.findings and run.error is None, [f.message for f in run.findings]
         assert run.counts["largest_capacity"] >= 10**4
         assert run.checked["EVICT-EXACT-N"] and run.checked["TOUCH-TOTAL"]
@@ -102,7 +103,7 @@ def test_a_policy_superlinear_in_length_gets_scenarios_of_at_most_steep_most() -
     engine keeps such a policy's scenarios within STEEP_MOST keys, decided
     by counts (the same on every machine), and says so."""
     subject = subject_for_class(load_policy(FAULTY / "cost_rescan_per_victim.py"))
-    run = run_size(subject, get_profile("core"), 0, 5, 64, examples=len(TIERS))
+    run = run_size(EngineContext(subject, get_profile("core"), 0, 5, 64, count=len(TIERS)))
     assert not run.findings and run.error is None
     assert STEEP_MOST // 2 < run.counts["largest_capacity"] <= STEEP_MOST + BUSY_MOST + 3
     assert any("COST-EVICT-LINEAR" in note and f"{STEEP_MOST:,} keys" in note
@@ -114,7 +115,8 @@ def test_the_fast_engine_makes_no_long_run_for_a_superlinear_policy() -> None:
     examples' worth of work is left; a superlinear policy gets ordinary
     examples instead, and the note says why."""
     subject = subject_for_class(load_policy(FAULTY / "cost_rescan_per_victim.py"))
-    run = run_fast(subject, get_profile("core"), 0, 3, 64, examples=LONG_FIRST + LONG_COST + 1)
+    run = run_fast(EngineContext(subject, get_profile("core"), 0, 3, 64,
+                                 count=LONG_FIRST + LONG_COST + 1))
     assert not run.findings and run.error is None
     assert "long_runs" not in run.counts and run.examples == LONG_FIRST + LONG_COST + 1
     assert any("no long run" in note and "COST-EVICT-LINEAR" in note for note in run.notes)

@@ -33,6 +33,7 @@ from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.session import run_check
 from policyspec.sources.action_source import LONG_RUN, ActionSource
 from policyspec.sources.oracle import FastOracle
@@ -117,16 +118,18 @@ def test_manager_examples_draw_large_capacities_with_long_prompts() -> None:
 
 
 def test_a_fixed_capacity_is_every_manager_example_s() -> None:
-    run = run_manager(subject_for_class(LRUCachePolicy), CORE, 1.0, 0, 100, fixed=True)
+    run = run_manager(EngineContext(subject_for_class(LRUCachePolicy), CORE, 1.0, 0, 100,
+                                    capacity_fixed=True))
     assert run.error is None and not run.findings
     assert run.counts["largest_capacity"] == 100, run.counts
 
 
 def test_a_fixed_capacity_is_every_stateful_example_s_and_makes_no_long_fast_run() -> None:
     subject = subject_for_class(LRUCachePolicy)
-    run = run_stateful(subject, CORE, 2.0, 0, 100, fixed=True)
+    run = run_stateful(EngineContext(subject, CORE, 2.0, 0, 100, capacity_fixed=True))
     assert run.counts["largest_capacity"] == 100 and "large_examples" not in run.counts
-    fast = run_fast(subject, CORE, 0, 0, 64, examples=LONG_FIRST + LONG_COST, fixed=True)
+    fast = run_fast(EngineContext(subject, CORE, 0, 0, 64, count=LONG_FIRST + LONG_COST,
+                                  capacity_fixed=True))
     assert "long_runs" not in fast.counts
     options = CheckOptions(budget=3.0, seed=0, engines=("stateful", "manager", "fast"),
                            capacity=100, capacity_fixed=True, jobs=2)
@@ -139,8 +142,8 @@ def test_a_fixed_capacity_is_every_stateful_example_s_and_makes_no_long_fast_run
 
 
 def test_the_fast_engine_makes_a_long_run_at_a_capacity_of_10_5() -> None:
-    run = run_fast(subject_for_class(LRUCachePolicy), CORE, 0, 0, 64,
-                   examples=LONG_FIRST + LONG_COST)  # room for one long run
+    run = run_fast(EngineContext(subject_for_class(LRUCachePolicy), CORE, 0, 0, 64,
+                                 count=LONG_FIRST + LONG_COST))  # room for one long run
     assert run.error is None and not run.findings
     assert run.counts["long_runs"] == 1
     assert run.counts["largest_keys"] > 10**4 * 8, run.counts  # most of 10^5 blocks
@@ -180,7 +183,7 @@ def test_smaller_capacities_start_at_the_fullest_the_trace_gets() -> None:
 def test_a_stateful_size_finding_keeps_the_capacity_that_shows_it() -> None:
     header = read_header(FAULTY / "size_touch_bulk_makes_busy_idle.py")
     subject = subject_for_class(load_policy(header.path))
-    run = run_stateful(subject, get_profile(header.profile), 20.0, 0, 64)
+    run = run_stateful(EngineContext(subject, get_profile(header.profile), 20.0, 0, 64))
     assert run.findings, run.notes
     finding = run.findings[0]
     assert any(a[0] == "touch" and len(a[1]) > 256 for a in finding.trace)

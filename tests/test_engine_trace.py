@@ -26,6 +26,7 @@ from policyspec.engines.trace import (
 from policyspec.model.actions import Action, by_manager
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRU033CachePolicy, LRUCachePolicy
+from policyspec.run.context import EngineContext, EngineOptions
 from policyspec.session import CheckOptions, run_check
 from policyspec.workload.reader import read_trace
 from policyspec.workload.sample import sample_path
@@ -35,7 +36,8 @@ from policyspec.workload.sample import sample_path
     (LRU033CachePolicy, "core"), (LRU033CachePolicy, "lru-0.33"), (ARCCachePolicy, "arc"),
 ], ids=["lru033-core", "lru033-lru-0.33", "arc-arc"])
 def test_references_pass_on_the_sample(cls: type, profile: str) -> None:
-    run = run_trace(subject_for_class(cls), get_profile(profile), 1.0, 0, 64, requests=160)
+    run = run_trace(EngineContext(subject_for_class(cls), get_profile(profile), 1.0, 0, 64,
+                                  count=160))
     assert run.error is None and run.findings == []
     assert run.examples == 4  # both timings, the threshold off and on, one observed
     assert run.counts["trace_requests"] == 160
@@ -45,14 +47,17 @@ def test_references_pass_on_the_sample(cls: type, profile: str) -> None:
 
 
 def test_the_budget_buys_a_count_of_requests() -> None:
-    run = run_trace(subject_for_class(LRU033CachePolicy), get_profile("core"), 2.0, 3, 64)
+    run = run_trace(EngineContext(subject_for_class(LRU033CachePolicy), get_profile("core"), 2.0,
+                                  3, 64))
     assert run.counts["trace_requests"] == 2 * REQUESTS_PER_UNIT
-    again = run_trace(subject_for_class(LRU033CachePolicy), get_profile("core"), 2.0, 3, 64)
+    again = run_trace(EngineContext(subject_for_class(LRU033CachePolicy), get_profile("core"), 2.0,
+                                    3, 64))
     assert again.calls == run.calls and again.counts == run.counts
 
 
 def test_a_policy_without_request_hooks_gets_a_note_and_no_call() -> None:
-    run = run_trace(subject_for_class(LRUCachePolicy), get_profile("core"), 1.0, 0, 64)
+    run = run_trace(EngineContext(subject_for_class(LRUCachePolicy), get_profile("core"), 1.0, 0,
+                                  64))
     assert run.calls == 0 and "no request hooks" in run.notes[0]
     assert ENGINES[ENGINE].needs == "hooks"
 
@@ -123,8 +128,9 @@ def test_a_users_trace_is_played_whole_at_the_runs_capacity(tmp_path: Path) -> N
         for request in list(read_trace(sample_path()))[:90]:
             out.write(json.dumps({"time_ms": request.arrival_ms, "blocks": list(request.blocks),
                                   "output_tokens": request.output_tokens}) + "\n")
-    run = run_trace(subject_for_class(LRU033CachePolicy), get_profile("lru-0.33"), 0.1, 0, 32,
-                    trace=str(trace), fixed=True)
+    run = run_trace(EngineContext(subject_for_class(LRU033CachePolicy), get_profile("lru-0.33"),
+                                  0.1, 0, 32, capacity_fixed=True,
+                                  options=EngineOptions(trace=str(trace))))
     assert run.error is None and run.findings == [] and run.examples == 1
     assert run.counts["trace_requests"] == 90
     assert run.counts["trace_blocks_evicted"] > 0
@@ -136,8 +142,8 @@ def test_a_fault_deep_in_a_users_trace_is_shown_on_a_short_window(tmp_path: Path
     (the fault shows after hundreds of requests), and the finding is a
     window rebuilt from a checkpoint, shrunk."""
     subject = load_subject(f"{HOOKS / 'hook_finish_raises_on_in_flight.py'}:Policy")
-    run = run_trace(subject, get_profile("core"), 10.0, 0, 48, trace=str(sample_path()),
-                    fixed=True)
+    run = run_trace(EngineContext(subject, get_profile("core"), 10.0, 0, 48, capacity_fixed=True,
+                                  options=EngineOptions(trace=str(sample_path()))))
     assert [f.requirement for f in run.findings] == ["HOOK-TOTAL"]
     assert len(run.findings[0].trace) <= 30 and run.findings[0].shrunk
     assert run.steps > 1000  # found deep in the play

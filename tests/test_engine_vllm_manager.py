@@ -30,6 +30,7 @@ from policyspec.model.actions import Action, by_manager, is_legal
 from policyspec.model.step import ProfileModel
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRU033CachePolicy, LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.session import run_check
 from policyspec.subject import Subject
 from policyspec.vllm.manager import OffloadingManagerEmulation
@@ -51,8 +52,8 @@ EXAMPLES = 12
     (ARCCachePolicy, "arc", "ARC-EVICT-ORDER"),
 ], ids=["lru033-core", "lru033-lru-0.33", "arc-core", "arc-arc"])
 def test_references_pass_under_their_profiles(cls: type, profile: str, order: str | None) -> None:
-    run = run_vllm_manager(subject(cls), get_profile(profile), 60.0, SEED, 64,
-                          examples=EXAMPLES)
+    run = run_vllm_manager(EngineContext(subject(cls), get_profile(profile), 60.0, SEED, 64,
+                                         count=EXAMPLES))
     assert run.error is None
     assert run.findings == []
     assert run.examples == EXAMPLES
@@ -67,8 +68,8 @@ def test_references_pass_under_their_profiles(cls: type, profile: str, order: st
 
 
 def test_the_store_threshold_runs_off_and_on() -> None:
-    run = run_vllm_manager(subject(LRU033CachePolicy), get_profile("lru-0.33"), 60.0, SEED, 64,
-                          examples=4)
+    run = run_vllm_manager(EngineContext(subject(LRU033CachePolicy), get_profile("lru-0.33"), 60.0,
+                                         SEED, 64, count=4))
     assert run.counts["threshold_off_examples"] == 2
     assert run.counts["threshold_on_examples"] == 2
     assert run.counts["stores_skipped_by_threshold"] > 0
@@ -79,8 +80,8 @@ def test_the_store_threshold_runs_off_and_on() -> None:
 
 def test_same_seed_same_run_other_seed_other_run() -> None:
     def once(seed: int) -> tuple[Any, ...]:
-        run = run_vllm_manager(subject(LRU033CachePolicy), get_profile("lru-0.33"), 60.0, seed,
-                              64, examples=4)
+        run = run_vllm_manager(EngineContext(subject(LRU033CachePolicy), get_profile("lru-0.33"),
+                                             60.0, seed, 64, count=4))
         return run.calls, run.steps, dict(run.counts), dict(run.checked)
 
     assert once(SEED) == once(SEED)
@@ -91,8 +92,8 @@ def test_a_finding_is_the_same_for_the_same_seed() -> None:
     header = read_header(HOOKS / "lru033_commits_head_first.py")
 
     def once() -> tuple[str, tuple[Action, ...]]:
-        run = run_vllm_manager(subject_for(header.path), get_profile("lru-0.33"), 5.0, SEED, 64,
-                              examples=6)
+        run = run_vllm_manager(EngineContext(subject_for(header.path), get_profile("lru-0.33"),
+                                             5.0, SEED, 64, count=6))
         assert run.findings, "the fault was not found"
         return run.findings[0].requirement, run.findings[0].trace
 
@@ -164,7 +165,8 @@ def test_cache_sizes_cycle_unless_chosen() -> None:
 
 
 def test_a_policy_without_hooks_gets_no_call_and_a_note() -> None:
-    run = run_vllm_manager(subject(LRUCachePolicy), get_profile("core"), 5.0, SEED, 64)
+    run = run_vllm_manager(EngineContext(subject(LRUCachePolicy), get_profile("core"), 5.0, SEED,
+                                         64))
     assert run.calls == 0 and run.examples == 0 and run.findings == []
     assert any("no request hooks" in note for note in run.notes)
 
@@ -214,8 +216,8 @@ def test_the_managers_own_checks_speak_when_the_policys_are_not_fatal() -> None:
 
     def found(fatal: Any) -> list[str]:
         # 0.33's manager (the policy fits R9 and R10): its traffic reaches it
-        run = run_vllm_manager(subject_for(path).fitted("R9"), get_profile("core"), 60.0, SEED,
-                              64, examples=8, fatal=fatal)
+        run = run_vllm_manager(EngineContext(subject_for(path).fitted("R9"), get_profile("core"),
+                                             60.0, SEED, 64, count=8), fatal=fatal)
         assert run.error is None
         return [finding.requirement for finding in run.findings]
 

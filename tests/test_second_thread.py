@@ -16,6 +16,7 @@ from policyspec.harness.lockstep import THREAD_EVERY
 from policyspec.harness.second_thread import on_second_thread
 from policyspec.profiles import get_profile
 from policyspec.reference import LRU033CachePolicy
+from policyspec.run.context import EngineContext
 
 LRU_033 = subject_for_class(LRU033CachePolicy).fitted("R9")  # 0.33: with touch
 CORE = get_profile("core")
@@ -45,8 +46,8 @@ def test_many_harnesses_with_threads_leave_no_threads_behind() -> None:
 
 
 def test_the_fast_engine_shares_the_second_thread() -> None:
-    run_fast(LRU_033, CORE, 0.3, 5, 64)
+    run_fast(EngineContext(LRU_033, CORE, 0.3, 5, 64))
     before = threading.active_count()
-    run = run_fast(LRU_033, CORE, 0.3, 6, 64)
+    run = run_fast(EngineContext(LRU_033, CORE, 0.3, 6, 64))
     assert run.checked["API-ANY-THREAD"] > 0
     assert threading.active_count() <= before

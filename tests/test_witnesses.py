@@ -23,6 +23,7 @@ from policyspec.model.actions import Action, by_manager
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import get_profile
 from policyspec.reference.lru import LRUCachePolicy
+from policyspec.run.context import EngineContext
 from policyspec.session import run_check
 from policyspec.witness.minimise import bounded_witness, coarse, drop_lives
 from policyspec.witness.reproduce import failure_of
@@ -95,7 +96,7 @@ def test_a_trace_the_manager_cannot_make_shows_nothing_about_the_manager() -> No
 def test_a_metamorphic_witness_keeps_only_the_added_calls_it_needs() -> None:
     subject = subject_for_class(_faulty("failed_evict_reorders"))
     with installed(), in_run(Sightings(0.0)):
-        run = run_metamorphic(subject, CORE, 30.0, 0, 64, examples=6)
+        run = run_metamorphic(EngineContext(subject, CORE, 30.0, 0, 64, count=6))
     finding = next(f for f in run.findings if f.requirement == "EVICT-ATOMIC")
     assert len(finding.trace) <= 10, finding.trace
     keys = {a[1] for a in finding.trace if a[0] == "insert"}

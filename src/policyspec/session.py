@@ -29,6 +29,7 @@ from policyspec.reports.build import assemble
 from policyspec.reports.report import Report
 from policyspec.reports.run_details import run_details
 from policyspec.run.budget import units_of
+from policyspec.run.context import EngineOptions
 from policyspec.subject import Subject
 from policyspec.workers import Item, available_cores, forks, plan, run_items
 
@@ -156,12 +157,13 @@ def run_check(
     jobs = options.jobs or available_cores()
     items = plan(chosen, units, options.seed, options.shard, jobs, shard_seed, subject)
 
+    engine_options = EngineOptions(depth=options.depth, keys=options.keys,
+                                   symmetry=options.symmetry, trace=options.trace)
+
     def build(item: Item) -> EngineContext:
         return EngineContext(
             subject, profile, item.units, item.seed, options.capacity, item.shard, database,
-            options.capacity_fixed, cap,
-            {"depth": options.depth, "keys": options.keys, "symmetry": options.symmetry,
-             "trace": options.trace},
+            options.capacity_fixed, cap, engine_options,
         )
 
     sightings = Sightings(started)

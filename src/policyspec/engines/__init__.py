@@ -2,9 +2,10 @@
 
 Each engine module declares itself (``ENGINES``: ``run.context.Engine``,
 what it needs of a policy, its share of a budget, how many parts its work
-splits into) and runs from an ``EngineContext`` (``run(ctx)``); this module
-only collects them. ``ENGINES`` is what ``policyspec check`` plans a budget
-over; ``register_engine`` adds one of one's own (spec/extending.md).
+splits into) and runs from an ``EngineContext`` (``run_fast(ctx)``, ...);
+this module only collects them. ``ENGINES`` is what ``policyspec check``
+plans a budget over; ``register_engine`` adds one of one's own
+(spec/extending.md).
 """
 
 from __future__ import annotations

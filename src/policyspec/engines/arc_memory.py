@@ -18,7 +18,7 @@ from policyspec.harness.watchdog import CallTimeout
 from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
-from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 from policyspec.witness.minimise import bounded_witness
@@ -39,32 +39,21 @@ SHRINK_TRIES = 600
 """Replays one finding is shrunk with (a count, not a clock)."""
 
 
-def run_arc_memory(
-    subject: Subject,
-    profile: Profile,
-    units: float,
-    seed: int,
-    capacity: int,
-    *,
-    fixed: bool,
-    examples: int | None = None,
-    ranked: bool = False,
-    engine: str = ENGINE,
-    cap: float | None = None,
-) -> EngineRun:
-    """RATE sessions per work unit (or ``examples`` of them), until the
-    wall-time ``cap`` at most; the same seed gives the same sessions.
+def run_arc_memory(ctx: EngineContext, *, ranked: bool = False, engine: str = ENGINE) -> EngineRun:
+    """RATE sessions per work unit (``ctx.examples``), until the wall-time
+    cap at most; the same seed gives the same sessions.
     ``ranked`` (the ``request-memory`` engine, for vLLM's request-ranked
     LRU): requests place their keys
     (``set_positions``), mix hits with misses, and request ids start over
     after a ``clear``, so that a request's context carries a rank from the
     generation before (LRU033-CLEAR-RESET, LRU033-INSERT-RANK)."""
+    subject, profile, capacity, fixed = ctx.subject, ctx.profile, ctx.capacity, ctx.capacity_fixed
     run = EngineRun(engine=engine)
-    run.planned = planned = examples if examples is not None else max(1, round(units * RATE))
+    run.planned = planned = ctx.examples(RATE)
     started = monotonic()
-    rng = random.Random(seed)
+    rng = random.Random(ctx.seed)
     while run.examples < planned:
-        if capped(cap):
+        if ctx.capped():
             run.capped = True
             break
         size = capacity if fixed else rng.choice(CAPACITIES)
@@ -254,22 +243,16 @@ RATE = 100.0
 budgets."""
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_arc_memory(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                          fixed=ctx.capacity_fixed, cap=ctx.cap)
-
-
 def run_ranked(ctx: EngineContext) -> EngineRun:
-    return run_arc_memory(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                          fixed=ctx.capacity_fixed, ranked=True, engine="request-memory",
-                          cap=ctx.cap)
+    """The ``request-memory`` engine: the same sessions, ``ranked``."""
+    return run_arc_memory(ctx, ranked=True, engine="request-memory")
 
 
 ENGINES = (
     # ARC's ghosts and target on small caches over a large key pool
     # (ARC-EVICT-GHOSTS, ARC-STORE-MISS-ADAPT, ARC-CLEAR-RESET): the other
     # engines' pools hide them.
-    Engine("arc-memory", run, 0.3, only_for="arc", parts=2),
+    Engine("arc-memory", run_arc_memory, 0.3, only_for="arc", parts=2),
     # The same sessions for the request-ranked LRU (vLLM 0.33 and 0.34),
     # with placed keys, hits among misses and request ids reused after a
     # clear (LRU033-CLEAR-RESET).

@@ -22,7 +22,6 @@ from policyspec.environment import active
 from policyspec.harness.watchdog import CallTimeout
 from policyspec.harness.watchdog import current as watch
 from policyspec.model.state import IDLE, IN_FLIGHT
-from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject, offload_key
@@ -522,22 +521,14 @@ it only made a failing cost run overrun the quick budget)."""
 # -- the engine ---------------------------------------------------------------------------
 
 
-def run_cost(
-    subject: Subject,
-    profile: Profile,
-    units: float,
-    seed: int,
-    capacity: int,
-    *,
-    settings: CostSettings = CostSettings(),
-) -> EngineRun:
+def run_cost(ctx: EngineContext, *, settings: CostSettings = CostSettings()) -> EngineRun:
     """Measure every cost requirement once (the budget does not change the
-    sizes: a verdict needs the full separation). ``seed`` and ``capacity``
+    sizes: a verdict needs the full separation). The seed and the capacity
     play no part."""
     run = EngineRun(engine=ENGINE)
     started = monotonic()
     threshold = settings.threshold
-    for measured in measure(subject, settings):
+    for measured in measure(ctx.subject, settings):
         rid = measured.requirement
         if measured.refused:
             run.not_applicable.setdefault(
@@ -554,9 +545,5 @@ def run_cost(
     return run
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_cost(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity)
-
-
 # Measures fixed sizes (a verdict needs the full separation), whatever its share.
-ENGINES = (Engine("cost", run, 0.1, only_for="cost"),)
+ENGINES = (Engine("cost", run_cost, 0.1, only_for="cost"),)

@@ -116,12 +116,10 @@ def _access_again(subject: Subject, policy: Any, keys: list[Hashable]) -> None:
                                    subject.make_request("evict-linear"))
 
 
-def run_evict_linear(
-    subject: Subject, profile: object, units: float, seed: int, capacity: int, *,
-    requirement: str,
-) -> EngineRun:
-    """Check ``requirement`` on every shape. The budget, ``seed`` and
-    ``capacity`` play no part: the sizes are what the verdict needs."""
+def run_evict_linear(ctx: EngineContext, *, requirement: str = "ARC-EVICT-LINEAR") -> EngineRun:
+    """Check ``requirement`` on every shape. The budget, the seed and the
+    capacity play no part: the sizes are what the verdict needs."""
+    subject = ctx.subject
     run = EngineRun(engine=ENGINE)
     started = monotonic()
     factories = counted(subject)
@@ -153,10 +151,5 @@ def run_evict_linear(
     return run
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_evict_linear(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                            requirement="ARC-EVICT-LINEAR")
-
-
 # The arc profile bounds the work of one batch eviction as a MUST (bug V5).
-ENGINES = (Engine("evict-linear", run, 0.02, only_for="arc"),)
+ENGINES = (Engine("evict-linear", run_evict_linear, 0.02, only_for="arc"),)

@@ -315,16 +315,19 @@ class _Search:
         return run
 
 
-def run_exhaustive(
-    subject: Subject,
-    profile: Profile,
-    capacity: int,
-    bounds: Bounds = DEFAULT_BOUNDS,
-    shard: tuple[int, int] = (1, 1),
-    cap: float | None = None,
-) -> EngineRun:
-    """Check every legal sequence within ``bounds``; runs to the end (the
-    bounds, not a clock, limit it) unless the wall-time ``cap`` comes first."""
+def run_exhaustive(ctx: EngineContext, bounds: Bounds | None = None) -> EngineRun:
+    """Check every legal sequence within ``bounds`` (None: the defaults as
+    ``--depth``, ``--keys`` and ``--no-symmetry`` tune them) in the part
+    ``ctx.shard``; runs to the end (the bounds, not a clock, limit it)
+    unless the wall-time cap comes first."""
+    if bounds is None:
+        bounds = replace(
+            DEFAULT_BOUNDS,
+            depth=ctx.options.depth or DEFAULT_BOUNDS.depth,
+            keys=ctx.options.keys or DEFAULT_BOUNDS.keys,
+            symmetry=ctx.options.symmetry,
+        )
+    shard = ctx.shard
     index, total = shard
     if not 1 <= index <= total:
         raise ValueError(f"shard {index}/{total}: K must be in 1..N")
@@ -333,8 +336,8 @@ def run_exhaustive(
     if bounds.strategy not in ("auto", "copy", "replay"):
         raise ValueError(f"strategy must be auto, copy or replay, not {bounds.strategy!r}")
     started = time.monotonic()
-    search = _Search(subject, profile, capacity, bounds, shard)
-    search.cap = cap
+    search = _Search(ctx.subject, ctx.profile, ctx.capacity, bounds, shard)
+    search.cap = ctx.cap
     try:
         search.start()
     except Aborted as aborted:  # a call that hangs: no point in going on
@@ -344,16 +347,6 @@ def run_exhaustive(
     return search.finish(time.monotonic() - started)
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    bounds = replace(
-        DEFAULT_BOUNDS,
-        depth=ctx.options.get("depth") or DEFAULT_BOUNDS.depth,
-        keys=ctx.options.get("keys") or DEFAULT_BOUNDS.keys,
-        symmetry=ctx.options.get("symmetry", True),
-    )
-    return run_exhaustive(ctx.subject, ctx.profile, ctx.capacity, bounds, ctx.shard, cap=ctx.cap)
-
-
 # Not a default engine: it runs when chosen (--engine exhaustive), bounded by
 # --depth/--keys rather than by the budget.
-ENGINES = (Engine("exhaustive", run, 0.5, default=False, shardable=True),)
+ENGINES = (Engine("exhaustive", run_exhaustive, 0.5, default=False, shardable=True),)

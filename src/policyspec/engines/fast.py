@@ -84,33 +84,22 @@ LONG_SALT = 0x5A5E
 """Mixed into a long run's seed (``_long_seed``)."""
 
 
-def run_fast(
-    subject: Subject,
-    profile: Profile,
-    units: float,
-    seed: int,
-    capacity: int,
-    *,
-    steps: int = EXAMPLE_STEPS,
-    examples: int | None = None,
-    fixed: bool = False,
-    cap: float | None = None,
-) -> EngineRun:
-    """Check ``subject`` under ``profile``: RATE examples of ``steps``
-    actions per work unit (or ``examples`` of them), until the wall-time
-    ``cap`` at most. The same seed gives the same actions in the same
-    order. With request traffic, every other example runs at SMALL_CAPACITY
-    unless the capacity is ``fixed`` (or not larger)."""
+def run_fast(ctx: EngineContext, *, steps: int = EXAMPLE_STEPS) -> EngineRun:
+    """Check the subject under the profile: RATE examples of ``steps``
+    actions per work unit (``ctx.examples``), until the wall-time cap at
+    most. The same seed gives the same actions in the same order. With
+    request traffic, every other example runs at SMALL_CAPACITY unless the
+    capacity is fixed (or not larger)."""
+    subject, profile, capacity, seed = ctx.subject, ctx.profile, ctx.capacity, ctx.seed
+    fixed, cap = ctx.capacity_fixed, ctx.cap
     run = EngineRun(engine=ENGINE)
-    run.planned = planned = examples if examples is not None else max(1, round(units * RATE))
     started = monotonic()
     rng = random.Random(seed)
     refinement = profile.refinement
     fast = refinement is None or refinement.keeps_idle_order
-    if examples is None and not fast:
-        # Every action through the model and the refinement: an example
-        # costs about RATE / RATE_LOCKSTEP of the fast path's.
-        run.planned = planned = max(1, round(units * RATE_LOCKSTEP))
+    # Without the fast oracle every action runs through the model and the
+    # refinement: an example costs about RATE / RATE_LOCKSTEP of the fast path's.
+    run.planned = planned = ctx.examples(RATE if fast else RATE_LOCKSTEP)
     # Without touch (R10) a policy's recency comes only from the hooks: the
     # lockstep path gets request traffic too.
     source = _source(subject, rng, _pool(capacity), capacity,
@@ -644,9 +633,4 @@ def _shrink(
     )[0]
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_fast(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                    fixed=ctx.capacity_fixed, cap=ctx.cap)
-
-
-ENGINES = (Engine(ENGINE, run, 0.15, parts=2),)
+ENGINES = (Engine(ENGINE, run_fast, 0.15, parts=2),)

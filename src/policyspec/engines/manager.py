@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 
 from hypothesis import note
 from hypothesis import strategies as st
-from hypothesis.database import ExampleDatabase
 from hypothesis.stateful import precondition, rule
 
 from policyspec.engines.stateful import (
@@ -490,41 +489,27 @@ def manager_machine(
 
 
 def run_manager(
-    subject: Subject,
-    profile: Profile,
-    units: float,
-    seed: int,
-    capacity: int,
+    ctx: EngineContext,
     *,
     fatal: Callable[[str], bool] | None = None,
     observe: bool = False,
     steps: int = 40,
-    database: ExampleDatabase | None = None,
-    fixed: bool = False,
-    examples: int | None = None,
-    cap: float | None = None,
 ) -> EngineRun:
-    """The manager engine: RATE examples of the machine per work unit (or
-    ``examples``), until the wall-time ``cap`` at most; each example at a
-    capacity of its own unless ``fixed``."""
-    drawn = () if fixed else (capacity, *(c for c in CAPACITIES if c > capacity))
+    """The manager engine: RATE examples of the machine per work unit
+    (``ctx.examples``), until the wall-time cap at most; each example at a
+    capacity of its own unless the capacity is fixed."""
+    subject, profile, capacity = ctx.subject, ctx.profile, ctx.capacity
+    drawn = () if ctx.capacity_fixed else (capacity, *(c for c in CAPACITIES if c > capacity))
     machine = manager_machine(subject, profile, capacity=capacity, observe=observe, fatal=fatal,
                               drawn=drawn)
     # run_machine only reads the class's ``stats`` and runs it as a state
     # machine. The manager's own findings are shrunk after the run by a
     # replay with its bookkeeping (engines.manager_replay).
     run = run_machine(
-        machine, engine="manager", seed=seed,
-        examples=examples if examples is not None else max(1, round(units * RATE)),
-        steps=steps, chunk=10, database=database, cap=cap,
+        machine, engine="manager", seed=ctx.seed, examples=ctx.examples(RATE),
+        steps=steps, chunk=10, database=ctx.database, cap=ctx.cap,
     )
-    sizes = machine.stats.capacities
-    if sizes:
-        run.counts["largest_capacity"] = max(sizes)
-        if drawn:  # run_details says it, once per engine
-            run.counts["large_examples"] = sum(
-                count for cap, count in sizes.items() if cap > capacity)
-            run.counts["sized_examples"] = sizes.total()
+    machine.stats.count_capacities(run, capacity, bool(drawn))
     for finding in run.findings:
         if finding.capacity == capacity:
             finding.capacity = None  # the run's own is not repeated
@@ -536,9 +521,4 @@ RATE = 90.0
 benchmarks/results.txt, budgets."""
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_manager(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                       database=ctx.database, fixed=ctx.capacity_fixed, cap=ctx.cap)
-
-
-ENGINES = (Engine("manager", run, 0.25, parts=2),)
+ENGINES = (Engine("manager", run_manager, 0.25, parts=2),)

@@ -25,7 +25,7 @@ from policyspec.model.actions import Action, expand, is_legal
 from policyspec.model.evict import evict_violation
 from policyspec.model.state import IDLE, State
 from policyspec.model.step import ProfileModel
-from policyspec.profiles import Profile, get_profile
+from policyspec.profiles import get_profile
 from policyspec.registry import load_registry
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import Comparison, EngineRun, Finding
@@ -599,21 +599,14 @@ def _generate(
 
 
 def run_metamorphic(
-    subject: Subject,
-    profile: Profile,
-    units: float,
-    seed: int,
-    capacity: int,
-    *,
-    lengths: Sequence[int] = (50, 200, 600),
-    examples: int | None = None,
-    cap: float | None = None,
+    context: EngineContext, *, lengths: Sequence[int] = (50, 200, 600)
 ) -> EngineRun:
-    """The metamorphic engine: ``units`` of work make RATE sequences S per
-    unit (``examples``: exactly that many). The relations belong to core,
-    so the profile does not change what runs. ``cap``: the wall-time cap."""
+    """The metamorphic engine: RATE sequences S per work unit
+    (``context.examples``). The relations belong to core, so the profile
+    does not change what runs. (``ctx`` below is a relation's context.)"""
+    subject, capacity, seed, cap = context.subject, context.capacity, context.seed, context.cap
     run = EngineRun(engine="metamorphic")
-    run.planned = planned = examples if examples is not None else max(1, round(units * RATE))
+    run.planned = planned = context.examples(RATE)
     started = time.monotonic()
     keys = KeyMap(subject.make_key)
     judge = _Judge(subject, capacity, keys)
@@ -621,7 +614,7 @@ def run_metamorphic(
     pending = list(relations)
     index = 0
     while pending and index < planned:
-        if capped(cap):
+        if context.capped():
             run.capped = True
             break
         rng = random.Random(f"metamorphic:{seed}:{index}")
@@ -804,9 +797,4 @@ def _shortest_prefix(
     return prefix
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_metamorphic(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                           cap=ctx.cap)
-
-
-ENGINES = (Engine("metamorphic", run, 0.2, parts=2),)
+ENGINES = (Engine("metamorphic", run_metamorphic, 0.2, parts=2),)

@@ -14,10 +14,8 @@ from typing import Any
 
 from policyspec.environment import active
 from policyspec.model.actions import Action
-from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
-from policyspec.subject import Subject
 from policyspec.vllm.standins.gaps import raise_if_gap
 
 __all__ = ["run_seed_errors"]
@@ -35,10 +33,9 @@ def _expect_key_error(call: Callable[[], Any]) -> str | None:
     return "returned normally"
 
 
-def run_seed_errors(
-    subject: Subject, profile: Profile, units: float, seed: int, capacity: int
-) -> EngineRun:
+def run_seed_errors(ctx: EngineContext) -> EngineRun:
     """The four cases, whatever the budget."""
+    subject, capacity = ctx.subject, ctx.capacity
     started = time.monotonic()
     run = EngineRun(engine="seed-errors")
     key = subject.make_key
@@ -72,8 +69,4 @@ def run_seed_errors(
     return run
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_seed_errors(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity)
-
-
-ENGINES = (Engine("seed-errors", run, 0.01, only_for="seed-errors"),)
+ENGINES = (Engine("seed-errors", run_seed_errors, 0.01, only_for="seed-errors"),)

@@ -26,7 +26,7 @@ from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
-from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import Run, actions_of
 from policyspec.sources.fast_driver import Difference, Driver
@@ -387,27 +387,19 @@ def _with(scenario: Scenario, *, fill: int | None = None, length: int | None = N
                    length=scenario.length if length is None else length)
 
 
-def run_size(
-    subject: Subject,
-    profile: Profile,
-    units: float,
-    seed: int,
-    capacity: int,
-    *,
-    fixed: bool = False,
-    examples: int | None = None,
-    cap: float | None = None,
-) -> EngineRun:
-    """Check ``subject`` under ``profile`` with scenarios of drawn sizes: as
-    many as RATE keys of scenario (``_work``) per work unit pay for, a
-    scenario that would overrun what is left skipped for a smaller one (or
-    ``examples`` scenarios); until the wall-time ``cap`` at most.
-    ``fixed``: every scenario's policy is built with ``capacity``
-    (``--capacity``), else each scenario has its own capacity."""
+def run_size(ctx: EngineContext) -> EngineRun:
+    """Check the subject under the profile with scenarios of drawn sizes:
+    as many as RATE keys of scenario (``_work``) per work unit pay for
+    (``ctx.work``), a scenario that would overrun what is left skipped for
+    a smaller one (or ``ctx.count`` scenarios); until the wall-time cap at
+    most. A fixed capacity (``--capacity``) builds every scenario's policy
+    with it, else each scenario has its own capacity."""
+    subject, profile, capacity, fixed = ctx.subject, ctx.profile, ctx.capacity, ctx.capacity_fixed
+    examples, cap = ctx.count, ctx.cap
     started = monotonic()
     player = Player(subject, profile, capacity if fixed else None)
     run = player.checked
-    rng = random.Random(seed)
+    rng = random.Random(ctx.seed)
     most = HUGE if player.fast else LOCKSTEP_MOST
     steep = superlinear(subject) if most > STEEP_MOST else None
     if steep is not None:
@@ -415,12 +407,12 @@ def run_size(
         run.notes.append(f"{steep}: scenarios stay within {STEEP_MOST:,} keys")
     sightings = current_sightings()
     largest = 0
-    left = round(units * (RATE if player.fast else RATE_LOCKSTEP))
+    left = ctx.work(RATE if player.fast else RATE_LOCKSTEP)
     """Keys of scenario work left (``_work``)."""
     index = skipped = 0
     pending: tuple[Scenario, Difference] | None = None
     while (run.examples < examples) if examples is not None else left > 0:
-        if capped(cap):
+        if ctx.capped():
             run.capped = True
             break
         scenario = draw_scenario(rng, index, capacity if fixed else None, most)
@@ -527,9 +519,4 @@ SKIPS_MOST = 4 * len(TIERS)
 tier has come round four times)."""
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_size(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                    fixed=ctx.capacity_fixed, cap=ctx.cap)
-
-
-ENGINES = (Engine(ENGINE, run, 0.1, parts=2),)
+ENGINES = (Engine(ENGINE, run_size, 0.1, parts=2),)

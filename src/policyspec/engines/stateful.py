@@ -103,6 +103,17 @@ class MachineStats:
     capacities: Counter[int] = field(default_factory=Counter)
     """Examples run at each capacity (``CheckedMachine.teardown``)."""
 
+    def count_capacities(self, run: EngineRun, capacity: int, drawn: bool) -> None:
+        """The capacities the examples ran at, in ``run.counts``: the
+        stateful and the manager engines report them alike (``run_details``
+        says them once per engine, and only when sizes were drawn)."""
+        if self.capacities:
+            run.counts["largest_capacity"] = max(self.capacities)
+            if drawn:
+                run.counts["large_examples"] = sum(
+                    count for size, count in self.capacities.items() if size > capacity)
+                run.counts["sized_examples"] = self.capacities.total()
+
 
 class CheckedMachine(RuleBasedStateMachine):
     """A state machine ``run_machine`` can run: its class counts examples,
@@ -601,20 +612,18 @@ def drawn_capacities(capacity: int, fixed: bool) -> tuple[int, ...]:
     return (SMALL_CAPACITY, capacity, *(c for c in CAPACITIES if c > capacity))
 
 
-def run_stateful(
-    subject: Subject, profile: Profile, units: float, seed: int, capacity: int, *,
-    database: ExampleDatabase | None = None, fixed: bool = False,
-    examples: int | None = None, cap: float | None = None,
-) -> EngineRun:
-    """The stateful engine: RATE examples per work unit (or ``examples``),
-    until the wall-time ``cap`` at most. Unless the capacity is fixed,
+def run_stateful(ctx: EngineContext) -> EngineRun:
+    """The stateful engine: RATE examples per work unit (``ctx.examples``),
+    until the wall-time cap at most. Unless the capacity is fixed,
     SMALL_SHARE of them small examples only, then each example at a
     capacity of its own (``drawn_capacities``, ``CheckedMachine.size``).
     Findings at another capacity than ``capacity`` say so
     (``Finding.capacity``), so that their witness and repro run there; a
     large one is first tried at the smaller capacities (``_at_smallest``)."""
-    planned = examples if examples is not None else max(1, round(units * RATE))
-    drawn = drawn_capacities(capacity, fixed)
+    subject, profile, capacity, seed = ctx.subject, ctx.profile, ctx.capacity, ctx.seed
+    database, cap = ctx.database, ctx.cap
+    planned = ctx.examples(RATE)
+    drawn = drawn_capacities(capacity, ctx.capacity_fixed)
     first: EngineRun | None = None
     # The clock rule only for a policy that reads a clock (engines.clock_steps):
     # a rule more changes every draw of the machine.
@@ -667,13 +676,7 @@ def _counted(
     """``run`` with the capacities its examples drew in its counts and notes,
     and its findings at the smallest capacity that shows them."""
     if not isinstance(source, EngineRun):
-        sizes = source.stats.capacities
-        if sizes:
-            run.counts["largest_capacity"] = max(sizes)
-            if drawn:  # run_details says it, once per engine
-                run.counts["large_examples"] = sum(
-                    count for size, count in sizes.items() if size > capacity)
-                run.counts["sized_examples"] = sizes.total()
+        source.stats.count_capacities(run, capacity, bool(drawn))
     for finding in run.findings:
         if finding.capacity is not None and finding.capacity > capacity:
             _at_smallest(subject, profile, finding, cap)
@@ -860,9 +863,4 @@ def _record(
                        capacity=capacity if isinstance(capacity, int) else None))
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_stateful(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                        database=ctx.database, fixed=ctx.capacity_fixed, cap=ctx.cap)
-
-
-ENGINES = (Engine("stateful", run, 0.5, parts=2, leads_for="hooks"),)
+ENGINES = (Engine("stateful", run_stateful, 0.5, parts=2, leads_for="hooks"),)

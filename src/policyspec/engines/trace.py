@@ -34,7 +34,7 @@ from policyspec.model.request import Requests
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
-from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 from policyspec.vllm.manager import ManagerAssertionError, release_for
@@ -206,22 +206,13 @@ def _sample_examples(seed: int, total: int, capacity: int, fixed: bool) -> list[
     return examples
 
 
-def run_trace(
-    subject: Subject,
-    profile: Profile,
-    units: float,
-    seed: int,
-    capacity: int,
-    *,
-    trace: str | None = None,
-    fixed: bool = False,
-    fatal: Callable[[str], bool] | None = None,
-    requests: int | None = None,
-    cap: float | None = None,
-) -> EngineRun:
-    """Play the sample (or ``trace``, a file) on ``subject`` (spec/traffic.md, "The trace engine"),
-    until the wall-time ``cap`` at most. ``requests`` overrides the count
-    the work ``units`` buy (tests, benchmarks)."""
+def run_trace(ctx: EngineContext, *, fatal: Callable[[str], bool] | None = None) -> EngineRun:
+    """Play the sample (or the file ``--trace`` names: ``ctx.options.trace``)
+    on the subject (spec/traffic.md, "The trace engine"), until the
+    wall-time cap at most; the sample's count of requests is
+    ``ctx.examples`` (``ctx.count`` sets it exactly)."""
+    subject, profile, capacity, cap = ctx.subject, ctx.profile, ctx.capacity, ctx.cap
+    trace = ctx.options.trace
     run = EngineRun(engine=ENGINE)
     if not subject.has("hooks"):
         run.notes.append(
@@ -230,8 +221,8 @@ def run_trace(
         return run
     started = monotonic()
     if trace is None:
-        total = requests if requests is not None else max(1, round(units * REQUESTS_PER_UNIT))
-        examples = _sample_examples(seed, total, capacity, fixed)
+        total = ctx.examples(REQUESTS_PER_UNIT)
+        examples = _sample_examples(ctx.seed, total, capacity, ctx.capacity_fixed)
     else:
         examples = [_Example(None, capacity, 1, False)]
     run.planned = len(examples)
@@ -240,7 +231,7 @@ def run_trace(
     sightings = current_sightings()
 
     for example in examples:
-        if capped(cap):
+        if ctx.capped():
             run.capped = True
             break
         own = None if example.capacity == capacity else example.capacity
@@ -391,11 +382,6 @@ def _manager_finding(
 
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_trace(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                     trace=ctx.options.get("trace"), fixed=ctx.capacity_fixed, cap=ctx.cap)
-
-
 # A serving trace (the bundled sample, or --trace FILE) through the emulated
 # manager of the policy's revision; the share buys a count of requests.
-ENGINES = (Engine(ENGINE, run, 0.08, needs="hooks"),)
+ENGINES = (Engine(ENGINE, run_trace, 0.08, needs="hooks"),)

@@ -26,7 +26,7 @@ from policyspec.model.request import GROUP_STRIDE
 from policyspec.model.state import IDLE, IN_FLIGHT
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
-from policyspec.run.context import Engine, EngineContext, capped
+from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 from policyspec.vllm.manager import (
@@ -369,24 +369,19 @@ def example_capacity(capacity: int, index: int, fixed: bool) -> int:
 
 
 def run_vllm_manager(
-    subject: Subject,
-    profile: Profile,
-    units: float,
-    seed: int,
-    capacity: int,
+    ctx: EngineContext,
     *,
-    examples: int | None = None,
     requests: int = REQUESTS,
     fatal: Callable[[str], bool] | None = None,
-    fixed: bool = False,
-    cap: float | None = None,
 ) -> EngineRun:
-    """Play vLLM manager traffic on ``subject``: RATE examples per work unit
-    (or ``examples`` examples), until the wall-time ``cap`` at most. Example i has
+    """Play vLLM manager traffic on the subject: RATE examples per work
+    unit (``ctx.examples``), until the wall-time cap at most. Example i has
     the store threshold on when i is odd, ``requests`` requests (half as
     many for i = 0, 1 mod 4), and the cache size ``example_capacity``
-    gives (``fixed``: always ``capacity``). The same
+    gives (a fixed capacity: always that one). The same
     seed gives the same calls in the same order."""
+    subject, profile, capacity, seed = ctx.subject, ctx.profile, ctx.capacity, ctx.seed
+    fixed, cap = ctx.capacity_fixed, ctx.cap
     run = EngineRun(engine=ENGINE)
     if not subject.has("hooks"):
         run.notes.append(
@@ -395,14 +390,14 @@ def run_vllm_manager(
             "do not drive it, so this engine made no call (the manager engine plays the "
             "seed-era manager)")
         return run
-    run.planned = planned = examples if examples is not None else max(1, round(units * RATE))
+    run.planned = planned = ctx.examples(RATE)
     started = monotonic()
     traffic: Counter[str] = Counter()
     soft: dict[str, tuple[int, tuple[Action, ...]]] = {}
     on = off = skipped = 0
     sightings = current_sightings()
     while run.examples < planned:
-        if capped(cap):
+        if ctx.capped():
             run.capped = True
             break
         index = run.examples
@@ -578,12 +573,7 @@ def _manager_finding(
                     capacity=own))
 
 
-def run(ctx: EngineContext) -> EngineRun:
-    return run_vllm_manager(ctx.subject, ctx.profile, ctx.units, ctx.seed, ctx.capacity,
-                           fixed=ctx.capacity_fixed, cap=ctx.cap)
-
-
 # vLLM's manager of the policy's release (its emulation: 0.33.0 for R8 and
 # R9, 0.34.0 for R10) under request traffic, for a policy with the request
 # hooks; it makes no call, with a note, on other revisions.
-ENGINES = (Engine(ENGINE, run, 0.08, needs="hooks"),)
+ENGINES = (Engine(ENGINE, run_vllm_manager, 0.08, needs="hooks"),)

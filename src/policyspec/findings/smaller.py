@@ -15,7 +15,7 @@ from __future__ import annotations
 from policyspec.engines.fast import run_fast
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile
-from policyspec.run.context import capped
+from policyspec.run.context import EngineContext, capped
 from policyspec.subject import Subject
 from policyspec.witness.minimise import bounded_witness
 from policyspec.witness.reproduce import fails_with
@@ -48,7 +48,7 @@ def smaller_witness(
     for small in CAPACITIES:
         if small >= capacity or capped(cap):
             continue
-        run = run_fast(subject, profile, SEARCH_UNITS, 0, small, cap=cap)
+        run = run_fast(EngineContext(subject, profile, SEARCH_UNITS, 0, small, cap=cap))
         found = [f for f in run.findings if f.requirement in family]
         if not found:
             continue

@@ -1,16 +1,17 @@
 """The engine contract: what an engine declares (``Engine``) and what one
 run of it gets (``EngineContext``). An engine is a module of
-``policyspec.engines`` with a function ``run(ctx) -> EngineRun`` and an
-``Engine`` naming it; ``policyspec.engines`` registers them
-(spec/extending.md shows a new one).
+``policyspec.engines`` with one function of the context to an
+``EngineRun`` (``run_fast(ctx)``, ...) and an ``Engine`` naming it;
+``policyspec.engines`` registers them (spec/extending.md shows a new one).
+Engines count their work and see the cap only through the context, so
+that the budget's rule is written once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import monotonic
-from typing import Any
 
 from hypothesis.database import ExampleDatabase
 
@@ -18,12 +19,29 @@ from policyspec.profiles import Profile
 from policyspec.run.result import EngineRun
 from policyspec.subject import Subject
 
-__all__ = ["Engine", "EngineContext", "capped"]
+__all__ = ["Engine", "EngineContext", "EngineOptions", "capped"]
 
 
 def capped(cap: float | None) -> bool:
     """Whether the wall-time cap (a ``time.monotonic()`` instant) is past."""
     return cap is not None and monotonic() >= cap
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """What ``policyspec check``'s flags tell one engine and no other: the
+    engines read them by name, so that a misspelt one is a type error, not
+    an option silently ignored."""
+
+    depth: int | None = None
+    """The exhaustive engine's depth (``--depth``); None: its default."""
+    keys: int | None = None
+    """The exhaustive engine's keys (``--keys``); None: its default."""
+    symmetry: bool = True
+    """The exhaustive engine explores one sequence per renaming of keys
+    (``--no-symmetry``: every one)."""
+    trace: str | None = None
+    """A serving trace the trace engine plays (``--trace``); None: its sample."""
 
 
 @dataclass(frozen=True)
@@ -50,14 +68,25 @@ class EngineContext:
     """The wall-time cap (``--time-limit``) as a ``time.monotonic()``
     instant: an engine that reaches it stops and says so
     (``EngineRun.planned``); None: no cap."""
-    options: Mapping[str, Any] = field(default_factory=dict)
-    """Options of one engine (the exhaustive engine's ``depth``, ``keys``,
-    ``symmetry``), by name."""
+    options: EngineOptions = field(default_factory=EngineOptions)
+    """The options of one engine or another (``EngineOptions``)."""
+    count: int | None = None
+    """An exact count of the engine's examples (or requests, or scenarios)
+    instead of the one ``units`` pays for: how a test or a tool drives one
+    engine for a few examples through the same ``run`` as a check."""
 
     def examples(self, rate: float, least: int = 1) -> int:
         """This run's count of examples for an engine that does ``rate`` of
-        them per work unit (at least ``least``)."""
-        return max(least, round(self.units * rate))
+        them per work unit (at least ``least``), or ``count`` when given."""
+        if self.count is not None:
+            return self.count
+        return max(least, self.work(rate))
+
+    def work(self, rate: float) -> int:
+        """This run's amount of work for an engine that measures it finer
+        than in examples (the size engine: keys of scenario), ``rate`` per
+        work unit, and may have none left for even one example."""
+        return round(self.units * rate)
 
     def capped(self) -> bool:
         return capped(self.cap)
