@@ -42,6 +42,7 @@ from policyspec.engines import ENGINES, EngineContext, fast
 from policyspec.engines.fast import run_fast
 from policyspec.profiles import Profile, get_profile
 from policyspec.reference import LRU033CachePolicy, LRUCachePolicy
+from policyspec.run.context import EngineOptions
 from policyspec.subject import Subject, subject_from_class
 
 __all__ = ["FAST_STEPS", "EngineSpeed", "SeedLRUAtR9", "fast_examples", "fast_split",
@@ -216,7 +217,7 @@ def measure_engines(
                 speed.calls.append(calls)
                 speed.hooks.append(hooks)
             done(speed)
-    options = {"depth": exhaustive_depth} if exhaustive_depth is not None else {}
+    options = EngineOptions(depth=exhaustive_depth)
     for profile_name in profiles:
         profile = get_profile(profile_name)
         for engine in ENGINES.values():
