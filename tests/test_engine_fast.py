@@ -40,8 +40,8 @@ from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.session import run_check, shard_seed
 from policyspec.sources.action_source import ActionSource, actions_of
-from policyspec.sources.fast_driver import Driver
-from policyspec.sources.oracle import FastOracle
+from policyspec.engines.fast_driver import Driver
+from policyspec.engines.fast_oracle import FastOracle
 from policyspec.subject import Subject, subject_from_class
 
 LRU = subject_from_class(LRUCachePolicy)

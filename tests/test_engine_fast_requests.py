@@ -33,7 +33,7 @@ from policyspec.reference import LRU033CachePolicy, LRUCachePolicy
 from policyspec.registry import load_registry
 from policyspec.session import run_check
 from policyspec.sources.action_source import Run, actions_of
-from policyspec.sources.fast_driver import Driver
+from policyspec.engines.fast_driver import Driver
 from policyspec.sources.request_source import RequestSource
 from policyspec.subject import Subject
 from policyspec.witness.reproduce import failure_of

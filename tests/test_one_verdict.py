@@ -29,7 +29,7 @@ from policyspec.prove.crosshair_run import (
     Job,
     run_jobs,
 )
-from policyspec.prove.findings import Finding
+from policyspec.prove.counterexamples import Finding
 from policyspec.prove.proof_report import ObligationResult, ProofReport
 from policyspec.reports import verdict as rule
 from policyspec.reports.report import load_report

@@ -35,8 +35,8 @@ from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import ActionSource, Run, actions_of
 from policyspec.sources.clock_steps import CLOCK_SHARE, clock_action, with_clock_steps
-from policyspec.sources.fast_driver import Difference, Driver
-from policyspec.sources.oracle import FastOracle
+from policyspec.engines.fast_driver import Difference, Driver
+from policyspec.engines.fast_oracle import FastOracle
 from policyspec.sources.request_source import RequestSource
 from policyspec.sources.sizes import CAPACITIES, FAST_LONG_CAPACITY, STEEP_MOST
 from policyspec.subject import Subject

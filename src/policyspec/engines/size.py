@@ -29,7 +29,7 @@ from policyspec.registry import load_registry
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import Run, actions_of
-from policyspec.sources.fast_driver import Difference, Driver
+from policyspec.engines.fast_driver import Difference, Driver
 from policyspec.sources.sizes import STEEP_MOST
 from policyspec.subject import Subject
 from policyspec.witness.minimise import coarse, renumbered

@@ -23,7 +23,7 @@ from policyspec.prove.crosshair_run import (
     STOPPED,
     Budget,
 )
-from policyspec.prove.findings import Finding
+from policyspec.prove.counterexamples import Finding
 from policyspec.reports import report as check_report
 from policyspec.reports.verdict import Verdict, counts, decide, exit_code
 

@@ -20,7 +20,7 @@ from policyspec.harness.shapes import keys_shape, passed, set_shape
 from policyspec.model.state import IDLE
 from policyspec.model.step import Refinement
 from policyspec.sources.action_source import Run
-from policyspec.sources.oracle import FastOracle
+from policyspec.engines.fast_oracle import FastOracle
 from policyspec.subject import Subject
 
 __all__ = ["Difference", "Driver"]
