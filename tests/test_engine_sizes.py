@@ -20,6 +20,7 @@ from test_corpus import FAULTY, load_policy, read_header
 
 from policyspec.adapters import subject_for_class
 from policyspec.engines.fast import LONG_COST, LONG_FIRST, run_fast
+from policyspec.engines.fast_oracle import FastOracle
 from policyspec.engines.manager_machine import manager_machine, run_manager
 from policyspec.engines.stateful import (
     SMALL_CAPACITY,
@@ -35,7 +36,6 @@ from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
 from policyspec.session import run_check
 from policyspec.sources.action_source import LONG_RUN, ActionSource
-from policyspec.engines.fast_oracle import FastOracle
 from policyspec.sources.sizes import (
     CAPACITIES,
     FAST_LONG_CAPACITY,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from policyspec.prove.canonical import legal_values
 from policyspec.prove.commute import ProofSubject
+from policyspec.prove.counterexamples import derived_finding, model_finding, refinement_finding
 from policyspec.prove.crosshair_run import (
     CONFIRMED,
     COUNTEREXAMPLE,
@@ -31,7 +32,6 @@ from policyspec.prove.crosshair_run import (
     run_jobs,
 )
 from policyspec.prove.derived import VARIANTS
-from policyspec.prove.counterexamples import derived_finding, model_finding, refinement_finding
 from policyspec.prove.operation_bounds import STATE_BOUND, bound_of, operations_of
 from policyspec.prove.proof_report import ObligationResult, ProofReport
 from policyspec.prove.proof_target import ProveUsageError, TargetSpec, load_proof_subject

@@ -13,8 +13,8 @@ from __future__ import annotations
 from policyspec.vllm.drift.compare import Difference, differences
 from policyspec.vllm.drift.fingerprint import Fingerprint, read_fingerprint
 from policyspec.vllm.drift.known import KNOWN_DIR, known_fingerprints, record
-from policyspec.vllm.drift.outcome import Drift, judge, unreadable_json
 from policyspec.vllm.drift.origins import UnreadableError, VllmFiles, open_vllm
+from policyspec.vllm.drift.outcome import Drift, judge, unreadable_json
 
 __all__ = [
     "KNOWN_DIR",
