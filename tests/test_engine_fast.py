@@ -24,6 +24,8 @@ from strategies import key_lists, keys, protected_sets, states
 from policyspec.adapters import subject_for_class
 from policyspec.cli import main
 from policyspec.engines.fast import run_fast
+from policyspec.engines.fast_driver import Driver
+from policyspec.engines.fast_oracle import FastOracle
 from policyspec.harness import Lockstep
 from policyspec.harness.keymap import KeyMap
 from policyspec.history.judge import IN_PLACE
@@ -41,8 +43,6 @@ from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.run.context import EngineContext
 from policyspec.session import run_check, shard_seed
 from policyspec.sources.action_source import ActionSource, actions_of
-from policyspec.sources.fast_driver import Driver
-from policyspec.sources.oracle import FastOracle
 from policyspec.subject import Subject, subject_from_class
 
 LRU = subject_from_class(LRUCachePolicy)

@@ -24,6 +24,7 @@ import pytest
 from benchmarks.engine_speed import SeedLRUAtR9
 from policyspec.adapters import subject_for_class
 from policyspec.engines.fast import SMALL_CAPACITY, run_fast
+from policyspec.engines.fast_driver import Driver
 from policyspec.harness import Lockstep
 from policyspec.harness.keymap import KeyMap
 from policyspec.model.actions import is_legal
@@ -34,7 +35,6 @@ from policyspec.registry import load_registry
 from policyspec.run.context import EngineContext
 from policyspec.session import run_check
 from policyspec.sources.action_source import Run, actions_of
-from policyspec.sources.fast_driver import Driver
 from policyspec.sources.request_source import RequestSource
 from policyspec.subject import Subject
 from policyspec.witness.reproduce import failure_of

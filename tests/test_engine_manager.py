@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from policyspec.engines import ENGINES
-from policyspec.engines.manager import ManagerMachine, request_keys, run_manager
+from policyspec.engines.manager_machine import ManagerMachine, request_keys, run_manager
 from policyspec.findings.finish import finish
 from policyspec.harness.watchdog import Watchdog
 from policyspec.profiles import get_profile

@@ -20,7 +20,8 @@ from test_corpus import FAULTY, load_policy, read_header
 
 from policyspec.adapters import subject_for_class
 from policyspec.engines.fast import LONG_COST, LONG_FIRST, run_fast
-from policyspec.engines.manager import manager_machine, run_manager
+from policyspec.engines.fast_oracle import FastOracle
+from policyspec.engines.manager_machine import manager_machine, run_manager
 from policyspec.engines.stateful import (
     SMALL_CAPACITY,
     CheckedMachine,
@@ -36,7 +37,6 @@ from policyspec.reference import LRUCachePolicy
 from policyspec.run.context import EngineContext
 from policyspec.session import run_check
 from policyspec.sources.action_source import LONG_RUN, ActionSource
-from policyspec.sources.oracle import FastOracle
 from policyspec.sources.sizes import (
     CAPACITIES,
     FAST_LONG_CAPACITY,

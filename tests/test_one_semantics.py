@@ -1,6 +1,6 @@
 """One semantics. The model (``policyspec.model``) is the
 only definition of a policy's behaviour. Two places re-implement part of it
-in place, for speed: the fast engine's oracle (``sources.oracle``) and the
+in place, for speed: the fast engine's oracle (``engines.fast_oracle``) and the
 history judge (``history.core.CoreJudge``), each for the profiles whose
 order is core's own idle order (``history.judge.IN_PLACE``: core and the
 seed LRU). Every other profile is judged by the model itself, in both (the

@@ -17,6 +17,7 @@ import pytest
 from policyspec import exits
 from policyspec.cli import main
 from policyspec.prove import crosshair_run
+from policyspec.prove.counterexamples import Finding
 from policyspec.prove.crosshair_run import (
     CONFIRMED,
     COUNTEREXAMPLE,
@@ -29,7 +30,6 @@ from policyspec.prove.crosshair_run import (
     Job,
     run_jobs,
 )
-from policyspec.prove.findings import Finding
 from policyspec.prove.proof_report import ObligationResult, ProofReport
 from policyspec.reports import verdict as rule
 from policyspec.reports.report import load_report

@@ -62,6 +62,7 @@ from policyspec.prove.canonical import (
     past_of,
     unpack,
 )
+from policyspec.prove.counterexamples import derived_finding, model_finding, refinement_finding
 from policyspec.prove.crosshair_run import (
     CONFIRMED,
     COUNTEREXAMPLE,
@@ -79,10 +80,9 @@ from policyspec.prove.derived import (
     derived_failure,
     variants,
 )
-from policyspec.prove.findings import derived_finding, model_finding, refinement_finding
-from policyspec.prove.operations import operations_of
+from policyspec.prove.operation_bounds import operations_of
 from policyspec.prove.proof_report import ObligationResult, ProofReport
-from policyspec.prove.run import model_jobs, plan_target
+from policyspec.prove.prover import model_jobs, plan_target
 from policyspec.reference import lru_abstraction
 from policyspec.reference.lru import LRUCachePolicy
 from policyspec.reports.html import render_run_page

@@ -35,7 +35,7 @@ from policyspec.reports.timeline import ABSENT, IDLE_STATE, IN_FLIGHT_STATE, REA
 from policyspec.reports.trace_record import decode_action, encode_action, record_actions
 from policyspec.subject import subject_from_class
 from policyspec.vectors import read_vectors, vector_files
-from policyspec.vectors.verdict import actions_of
+from policyspec.vectors.replay_report import actions_of
 
 VECTORS = Path(__file__).resolve().parent.parent / "conformance" / "vectors"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from policyspec.exits import UsageError
-from policyspec.reports.history import history_report
+from policyspec.reports.judged_history import history_report
 from policyspec.reports.write import add_report_flags, outputs_of, write_reports
 
 __all__ = ["add_parser", "render", "verdict_document"]
@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         Path(args.json_out).write_text(
             json.dumps(verdict_document(verdict, list(args.paths), cases), indent=1) + "\n",
             encoding="utf-8")
-    # The same report family as policyspec check's (reports.history), and
+    # The same report family as policyspec check's (reports.judged_history), and
     # its exit code by the one verdict rule: a history nothing of which could
     # be judged is unjudged (3), not a run that could not start.
     return write_reports(history_report(verdict, list(args.paths), cases), outputs_of(args))

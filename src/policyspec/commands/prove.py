@@ -36,7 +36,7 @@ def _count(text: str) -> int:
 def add_parser(sub: Any) -> None:
     from policyspec.prove.canonical import OPERATIONS
     from policyspec.prove.proof_target import DECLARED
-    from policyspec.prove.run import DEFAULT_MODEL_BUDGET, DEFAULT_TARGET_BUDGET
+    from policyspec.prove.prover import DEFAULT_MODEL_BUDGET, DEFAULT_TARGET_BUDGET
     from policyspec.vllm.releases import releases_text
 
     parser = sub.add_parser(
@@ -81,7 +81,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from policyspec.prove.proof_target import ProveUsageError, TargetSpec
-    from policyspec.prove.run import (
+    from policyspec.prove.prover import (
         DEFAULT_MODEL_BUDGET,
         DEFAULT_TARGET_BUDGET,
         prove_model,

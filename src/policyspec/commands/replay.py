@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with _subject(args) as subject, Watchdog(args.call_timeout):
         results = replay_directory(subject, directory, profile.includes)
-    from policyspec.vectors.verdict import replay_report
+    from policyspec.vectors.replay_report import replay_report
 
     report = replay_report(subject, profile, directory, results, strict=args.strict,
                            seconds=time.monotonic() - started)

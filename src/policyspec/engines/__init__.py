@@ -16,7 +16,7 @@ from policyspec.engines import (
     evict_linear,
     exhaustive,
     fast,
-    manager,
+    manager_machine,
     metamorphic,
     seed_errors,
     size,
@@ -37,7 +37,7 @@ def register_engine(engine: Engine) -> Engine:
     return engine
 
 
-for _module in (stateful, manager, metamorphic, exhaustive, seed_errors, fast, size, cost,
+for _module in (stateful, manager_machine, metamorphic, exhaustive, seed_errors, fast, size, cost,
                 evict_linear, arc_memory, vllm_manager, trace):
     for _engine in _module.ENGINES:
         register_engine(_engine)

@@ -18,6 +18,8 @@ from functools import partial
 from time import monotonic
 
 from policyspec.engines.cost import superlinear
+from policyspec.engines.fast_driver import Difference, Driver
+from policyspec.engines.fast_oracle import FastOracle
 from policyspec.environment import Environment
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY
@@ -35,8 +37,6 @@ from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import ActionSource, Run, actions_of
 from policyspec.sources.clock_steps import CLOCK_SHARE, clock_action, with_clock_steps
-from policyspec.sources.fast_driver import Difference, Driver
-from policyspec.sources.oracle import FastOracle
 from policyspec.sources.request_source import RequestSource
 from policyspec.sources.sizes import CAPACITIES, FAST_LONG_CAPACITY, STEEP_MOST
 from policyspec.subject import Subject

@@ -16,6 +16,7 @@ from time import monotonic
 
 from policyspec.engines.cost import superlinear
 from policyspec.engines.fast import count_checks
+from policyspec.engines.fast_driver import Difference, Driver
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY
 from policyspec.harness.keymap import KeyMap
@@ -29,7 +30,6 @@ from policyspec.registry import load_registry
 from policyspec.run.context import Engine, EngineContext
 from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import Run, actions_of
-from policyspec.sources.fast_driver import Difference, Driver
 from policyspec.sources.sizes import STEEP_MOST
 from policyspec.subject import Subject
 from policyspec.vllm.standins.gaps import raise_if_gap

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from policyspec.engines.manager import ManagerMachine, manager_machine
+from policyspec.engines.manager_machine import ManagerMachine, manager_machine
 from policyspec.harness import Aborted, CallerContractError, ConformanceFailure
 from policyspec.model.actions import Action
 from policyspec.model.state import IDLE, IN_FLIGHT

@@ -137,7 +137,7 @@ M = TypeVar("M")
 class Step(Generic[M]):
     """What one call did to the model (spec/extending.md). ``model`` is the
     model after the call: a new ``ProfileModel``, or an in-place
-    implementation of the same step (sources/oracle.py) itself."""
+    implementation of the same step (engines/fast_oracle.py) itself."""
 
     model: M
     expected: object

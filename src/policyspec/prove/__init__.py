@@ -16,7 +16,7 @@ from policyspec.prove.abstraction import (
 from policyspec.prove.commute import Divergence, ProofSubject, check_step
 from policyspec.prove.proof_report import ProofReport
 from policyspec.prove.proof_target import ProveUsageError, TargetSpec, load_proof_subject
-from policyspec.prove.run import prove_model, prove_target
+from policyspec.prove.prover import prove_model, prove_target
 
 __all__ = [
     "MODULE_ATTRIBUTE",

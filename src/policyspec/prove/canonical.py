@@ -62,7 +62,7 @@ SEED_OPERATIONS = (
 OPERATIONS = (*SEED_OPERATIONS, *HOOKS)
 """Every operation ``prove`` can check: the seed API's and the request
 hooks of vLLM 0.33 (R8, R9). Which of them a policy gets is its revision's
-(policyspec.prove.operations)."""
+(policyspec.prove.operation_bounds)."""
 KINDS = (0, 1, 2)
 """How ``on_request_finished`` classifies each key of its group: 0 neither,
 1 insertion-only (the request stored it), 2 reused (it read it)."""

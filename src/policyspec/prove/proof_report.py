@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from policyspec.prove.counterexamples import Finding
 from policyspec.prove.crosshair_run import (
     CONFIRMED,
     COUNTEREXAMPLE,
@@ -23,7 +24,6 @@ from policyspec.prove.crosshair_run import (
     STOPPED,
     Budget,
 )
-from policyspec.prove.findings import Finding
 from policyspec.reports import report as check_report
 from policyspec.reports.verdict import Verdict, counts, decide, exit_code
 

@@ -7,9 +7,9 @@ file format, ``replay`` runs them against a policy, ``script`` and
 ``scenarios`` are how cases are written.
 """
 
+from policyspec.vectors.generation import FILES, generate, write_vectors
 from policyspec.vectors.runner import CaseResult, replay_case, replay_directory
 from policyspec.vectors.schema import SCHEMA, VectorError, read_vectors, vector_files
-from policyspec.vectors.writer import FILES, generate, write_vectors
 
 __all__ = [
     "FILES",

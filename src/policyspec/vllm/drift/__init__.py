@@ -4,7 +4,7 @@ its fingerprint (what the spec depends on: ``fingerprint``), and compares it
 with the fingerprints of the releases policyspec knows (``known/``), so a
 new vLLM release that changes the interface is noticed the day it ships.
 
-``sources`` finds the files (importable vllm, wheel, source tree);
+``origins`` finds the files (importable vllm, wheel, source tree);
 ``compare`` lists differences; ``outcome`` turns them into the verdict.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 from policyspec.vllm.drift.compare import Difference, differences
 from policyspec.vllm.drift.fingerprint import Fingerprint, read_fingerprint
 from policyspec.vllm.drift.known import KNOWN_DIR, known_fingerprints, record
+from policyspec.vllm.drift.origins import UnreadableError, VllmFiles, open_vllm
 from policyspec.vllm.drift.outcome import Drift, judge, unreadable_json
-from policyspec.vllm.drift.sources import UnreadableError, VllmFiles, open_vllm
 
 __all__ = [
     "KNOWN_DIR",

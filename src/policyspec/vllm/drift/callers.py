@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from policyspec.vllm.drift.sources import VllmFiles
+from policyspec.vllm.drift.origins import VllmFiles
 
 __all__ = ["manager_calls", "names_in"]
 

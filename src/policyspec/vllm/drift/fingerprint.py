@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policyspec.vllm.drift.callers import manager_calls, names_in
-from policyspec.vllm.drift.sources import VllmFiles
+from policyspec.vllm.drift.origins import VllmFiles
 
 __all__ = ["SCHEMA", "Fingerprint", "Helper", "Member", "read_fingerprint", "signature"]
 

@@ -15,12 +15,12 @@ from itertools import islice, repeat
 from operator import attrgetter
 from typing import Any, ClassVar
 
+from policyspec.engines.fast_oracle import FastOracle
 from policyspec.environment import active
 from policyspec.harness.shapes import keys_shape, passed, set_shape
 from policyspec.model.state import IDLE
 from policyspec.model.step import Refinement
 from policyspec.sources.action_source import Run
-from policyspec.sources.oracle import FastOracle
 from policyspec.subject import Subject
 
 __all__ = ["Difference", "Driver"]

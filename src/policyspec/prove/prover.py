@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from policyspec.prove.canonical import legal_values
 from policyspec.prove.commute import ProofSubject
+from policyspec.prove.counterexamples import derived_finding, model_finding, refinement_finding
 from policyspec.prove.crosshair_run import (
     CONFIRMED,
     COUNTEREXAMPLE,
@@ -31,8 +32,7 @@ from policyspec.prove.crosshair_run import (
     run_jobs,
 )
 from policyspec.prove.derived import VARIANTS
-from policyspec.prove.findings import derived_finding, model_finding, refinement_finding
-from policyspec.prove.operations import STATE_BOUND, bound_of, operations_of
+from policyspec.prove.operation_bounds import STATE_BOUND, bound_of, operations_of
 from policyspec.prove.proof_report import ObligationResult, ProofReport
 from policyspec.prove.proof_target import ProveUsageError, TargetSpec, load_proof_subject
 
@@ -180,7 +180,7 @@ class TargetPlan:
 
 def plan_target(spec: TargetSpec, only: Sequence[str] = ()) -> TargetPlan:
     """Load the policy and choose its obligations: one per operation of its
-    revision (policyspec.prove.operations), through the derived pair unless
+    revision (policyspec.prove.operation_bounds), through the derived pair unless
     a hand-written one was asked for. ProveUsageError for user mistakes."""
     subject = load_proof_subject(spec)
     derived = subject.abstraction is None
