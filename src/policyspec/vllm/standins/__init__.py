@@ -1,15 +1,9 @@
-"""vLLM stand-in modules: what policy files import, without installing vLLM.
-
-``installed()`` puts a meta path finder in front of ``sys.meta_path`` that
-answers every ``vllm`` / ``vllm.*`` import: the modules listed in ``MODELED``
-get our stand-in contents (``keys.py``, ``policies.py``, the in-tree
-policies of ``intree.py``); any other name
-becomes a module of inert placeholders (``placeholders.py``). Nothing is
-installed when a real vLLM is importable, so a real vLLM is never shadowed.
-When the block ends the finder and every stand-in module leave
-``sys.modules`` again; classes the loaded policy imported stay referenced by
-its module, which is all a check needs.
-"""
+"""vLLM stand-in modules: what policy files import, without installing vLLM
+(spec/check.md, "Which vLLM"). ``installed()`` answers every ``vllm.*``
+import while a check runs: the modules in ``MODELED`` get stand-in contents
+(``keys``, ``policies``, the in-tree policies of ``intree``), any other name
+a module of inert placeholders. A real vLLM, when importable, is never
+shadowed; the modules leave ``sys.modules`` when the block ends."""
 
 from __future__ import annotations
 

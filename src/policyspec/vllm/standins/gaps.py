@@ -1,16 +1,9 @@
-"""Errors that are policyspec's own gaps, not the policy's faults.
-
-Without vLLM a policy runs on the stand-ins. When a call of the policy
-reaches a vLLM name the stand-ins do not model (an armed placeholder), or an
-attribute a stand-in module or class lacks, the exception says nothing
-about the policy: judging it (API-NO-RAISE, HOOK-TOTAL, ...) would blame
-the policy for what policyspec is missing. Every place that turns an
-exception of a policy call into a finding asks ``raise_if_gap`` first; it
-raises ``StandinGap``, which derives from ``BaseException`` so that no
-``except Exception`` on the way (an engine, a worker, Hypothesis) can turn
-it into a verdict, and every command reports it as a usage error: exit 2
-with one line naming the name and the remedy.
-"""
+"""Errors that are policyspec's own gaps, not the policy's faults: a policy
+call that reaches a vLLM name the stand-ins do not model says nothing about
+the policy. Every place that turns a call's exception into a finding asks
+``raise_if_gap`` first; ``StandinGap`` derives from ``BaseException`` so no
+``except Exception`` on the way can make it a verdict, and every command
+reports it as exit 2 with one line naming the name and the remedy."""
 
 from __future__ import annotations
 

@@ -1,23 +1,11 @@
-"""Stand-ins for vLLM's in-tree policies, ``LRUCachePolicy``
-(``...cpu.policies.lru``) and ``ARCCachePolicy`` (``...cpu.policies.arc``),
-so that a public policy deriving from one loads and is judged without
-vLLM, as it would run on vLLM 0.33.0 or 0.34.0.
-
-Both are policyspec's reference policies (``policyspec.reference``, which
-behave as vLLM's in-tree ones) on the stand-in ``CachePolicy`` base. One
-class serves both releases, as the module path is the same in both: each
-is the 0.34.0 policy plus 0.33.0's ``touch``, so a subclass fits R9 and R10
-and is driven as its profile's release (``choose_revision``). The LRU
-leaves ``on_store_miss`` to the base class, whose default differs by
-release (0.33.0's touches, 0.34.0's does nothing); the driver supplies the
-default of the revision it drives, so the stand-in behaves as either
-release's LRU. The ARC's own ``on_store_miss`` is the same in both.
-
-Their methods count as the policy's own (a subclass that changes nothing
-is the in-tree policy), so these classes carry no stand-in mark; their
-module tells policyspec's own gaps (a ``super()`` call that reaches a name
-neither defines) from the policy's.
-"""
+"""Stand-ins for vLLM's in-tree ``LRUCachePolicy`` and ``ARCCachePolicy`` at
+their module paths, so that a policy deriving from one loads and is judged
+without vLLM: the reference policies on the stand-in base, the 0.34.0
+policy plus 0.33.0's ``touch``, driven as the profile's release. The LRU's
+``on_store_miss`` is the base class's default of the release driven. Their
+methods count as the policy's own; their module tells policyspec's own gaps
+from the policy's (spec/check.md, "When policyspec, not the policy, is at
+fault")."""
 
 from __future__ import annotations
 
