@@ -109,6 +109,7 @@ def finish(
                     finding.found_after_s, 3),
                 found_after_calls=finding.found_after_calls,
                 by_manager=by_manager(finding.trace),
+                capacity=(finding.capacity or capacity) if finding.trace else None,
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))

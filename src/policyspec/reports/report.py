@@ -74,6 +74,10 @@ class FailureReport:
     by_manager: bool | None = None
     """Whether vLLM's manager itself could make the trace (else only another
     caller of the policy API could); None in reports older than the field."""
+    capacity: int | None = None
+    """The capacity the policy is built with to replay ``actions`` (an engine
+    may find a fault at a capacity of its own); None without a trace and in
+    reports older than the field."""
 
 
 def _steps(count: int) -> str:
@@ -163,6 +167,7 @@ class Report:
                     "found_after_s": f.found_after_s,
                     "found_after_calls": f.found_after_calls,
                     "by_manager": f.by_manager,
+                    "capacity": f.capacity,
                 }
                 for f in self.failures
             ],
@@ -300,6 +305,7 @@ def _from_json(data: Any, origin: str) -> Report:
                     found_after_s=f.get("found_after_s"),
                     found_after_calls=f.get("found_after_calls"),
                     by_manager=f.get("by_manager"),
+                    capacity=f.get("capacity"),
                 )
                 for f in data["failures"]
             ],
