@@ -96,6 +96,8 @@ class Target:
 
 
 WHEEL_DIR = f"vllm-{VERSION}"
+EXIT_UNJUDGED = 3
+"""``policyspec check``'s exit when no MUST failed but some stayed unjudged."""
 
 TARGETS: tuple[Target, ...] = (
     Target("src/policyspec/reference/lru.py", "policyspec.reference:LRUCachePolicy", "lru"),
@@ -131,10 +133,16 @@ class Blame:
 
     requirement: str
     replayed: str | None = None
-    """The requirement the replay broke first (None: none, or not replayed)."""
+    """The failure of the replay stopped only by the named requirement's
+    family (None: none, or not replayed)."""
     right: bool | None = None
-    """Whether that is the named one (or its family); None: not replayable."""
+    """Whether the named check failed on the witness; None: not replayable."""
     note: str = ""
+    first: str | None = None
+    """The first requirement any MUST check of the replay broke."""
+    diagnosed: bool = False
+    """The named check does not fail, the witness breaks the exact profile's
+    order: the report named the operation behind it by probing prefixes."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +190,13 @@ class Outcome:
     @property
     def killed_with_error(self) -> bool:
         return self.status == "killed" and self.verdict != "fail"
+
+    @property
+    def blame_by_diagnosis(self) -> bool:
+        """Not blamed right, but each wrong blame names the operation behind
+        an exact profile's wrong order (``Blame.diagnosed``)."""
+        wrong = [b for b in self.blame if b.right is False]
+        return bool(wrong) and all(b.diagnosed for b in wrong)
 
     @property
     def blame_right(self) -> bool | None:
@@ -392,6 +407,16 @@ def _killing(report: dict[str, Any]) -> list[dict[str, Any]]:
     return musts or failures
 
 
+def _passes(code: int, report: dict[str, Any] | None, *, further: bool) -> bool:
+    """Whether a check passed the mutant. A further option set runs some
+    engines only (``--engine size``), which leaves MUSTs unjudged by design:
+    there only a failure counts."""
+    if code == 0:
+        return True
+    return (further and code == EXIT_UNJUDGED and report is not None
+            and not report.get("failures"))
+
+
 def _blame(scratch: Path, report: Path, command: Sequence[str], policy: str, timeout: float
            ) -> tuple[Blame, ...]:
     """Each failure of ``report`` replayed on the mutant in place (module doc)."""
@@ -401,7 +426,8 @@ def _blame(scratch: Path, report: Path, command: Sequence[str], policy: str, tim
     if code != 0:
         why = "timed out" if code is None else (err.strip().splitlines() or [f"exit {code}"])[-1]
         return (Blame("?", note=f"the replay could not run: {why[:160]}"),)
-    return tuple(Blame(b["requirement"], b["replayed"], b["right"], b["note"])
+    return tuple(Blame(b["requirement"], b["replayed"], b["right"], b["note"], b.get("first"),
+                       bool(b.get("diagnosed")))
                  for b in json.loads(out)["failures"])
 
 
@@ -428,16 +454,16 @@ def judge_mutant(target: Target, scratch: Path, module: Path, original: str, mut
     killer: dict[str, Any] | None = None
     module.write_text(mutant.source, encoding="utf-8")
     try:
-        for command in check_commands(target, scratch, budget, report_path):
+        for index, command in enumerate(check_commands(target, scratch, budget, report_path)):
             report_path.unlink(missing_ok=True)
             code, out, err = run_child(command, env=env, cwd=scratch, timeout=timeout)
             if code is None:
                 outcome.status = "timeout"
                 break
-            if code == 0:
+            report = _report_of(report_path)
+            if _passes(code, report, further=index > 0):
                 continue
             outcome.status = "killed"
-            report = _report_of(report_path)
             if report is None:  # no report: policyspec stopped before judging
                 outcome.verdict = f"exit {code}"
                 outcome.killed_by = killed_by(out + err)
@@ -497,10 +523,12 @@ def run_target(
             raise SystemExit("a child process does not import the scratch copy of policyspec")
         module, original = _prepare(target, scratch, wheel_path)
         result.sha256 = hashlib.sha256(original.encode("utf-8")).hexdigest()
-        for command in check_commands(target, scratch, budget, scratch / "baseline.json"):
+        baseline = scratch / "baseline.json"
+        for index, command in enumerate(check_commands(target, scratch, budget, baseline)):
+            baseline.unlink(missing_ok=True)
             code, out, _ = run_child(command, env=child_env(scratch), cwd=scratch,
                                      timeout=timeout)
-            if code != 0:
+            if code is None or not _passes(code, _report_of(baseline), further=index > 0):
                 raise SystemExit(f"the unmutated {target.path} fails its own check "
                                  f"({' '.join(command[4:-2])}):\n{out[-2000:]}")
         with use_db(str(scratch / "session.sqlite"), WorkDB.Mode.create) as db:
@@ -530,6 +558,8 @@ def _line(outcome: Outcome) -> str:
         text += "  " + ",".join(outcome.killed_by)
     if outcome.status == "killed":
         blame = {True: "right", False: "WRONG", None: "not replayed"}[outcome.blame_right]
+        if outcome.blame_by_diagnosis:
+            blame = "by diagnosis"
         text += f"  [verdict {outcome.verdict}, blame {blame}"
         if outcome.snippet is not None:
             text += (f", snippet {outcome.snippet.on_mutant} on the mutant / "
@@ -561,6 +591,7 @@ class Tally:
     killed_error: int
     blame_judged: int
     blame_right: int
+    blame_diagnosed: int
     snippet_runs: int
     snippet_shown: int
     snippet_asserts: int
@@ -577,6 +608,7 @@ class Tally:
             mutants=len(result.outcomes), killed=len(killed),
             killed_error=sum(1 for o in killed if o.killed_with_error),
             blame_judged=len(judged), blame_right=sum(1 for o in judged if o.blame_right),
+            blame_diagnosed=sum(1 for o in judged if o.blame_by_diagnosis),
             snippet_runs=len(ran), snippet_shown=sum(1 for s in ran if s.shown),
             snippet_asserts=sum(1 for s in ran if s.asserts),
             survivors=len(survivors),
@@ -601,7 +633,9 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
     say(f"   killed with verdict FAIL {tally.killed - tally.killed_error}, with another "
         f"verdict (a defect of policyspec) {tally.killed_error}")
     say(f"   blame right (the witness replayed on the mutant breaks the named requirement): "
-        f"{_share(tally.blame_right, tally.blame_judged)} killed with a replayable witness")
+        f"{_share(tally.blame_right, tally.blame_judged)} killed with a replayable witness; "
+        f"of the rest, {tally.blame_diagnosed} name the operation behind a wrong order found "
+        "by probing (the named check itself does not fail on the witness)")
     say(f"   snippets shown to fail (fail on the mutant, pass on the original): "
         f"{_share(tally.snippet_shown, tally.snippet_runs)} run; failing by asserting the "
         f"named requirement: {tally.snippet_asserts}")
@@ -614,7 +648,8 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
         if outcome.status == "killed" and outcome.blame_right is False:
             wrong = "; ".join(f"{b.requirement}: {b.note}" for b in outcome.blame
                               if b.right is False)
-            say(f"   - [blame wrong] {outcome.mutant.short()}\n       {wrong}")
+            kind = "blame by diagnosis" if outcome.blame_by_diagnosis else "blame wrong"
+            say(f"   - [{kind}] {outcome.mutant.short()}\n       {wrong}")
         snippet = outcome.snippet
         if snippet is not None and not snippet.shown:
             say(f"   - [snippet not shown to fail] {outcome.mutant.short()}: {snippet.requirement} "

@@ -1,8 +1,8 @@
 """Whether a check's report blames the right requirement: each failure's
 witness (the report's ``actions``, at its ``capacity``) is replayed on a
-fresh policy in lockstep with the profile's model, and the requirement that
-replay breaks first must be the one the report names (or one of its family:
-an exact profile's wrong order and needless refusal are one fault).
+fresh policy in lockstep with the profile's model, and the model's check of
+the requirement the report names (or of its family: an exact profile's
+wrong order and needless refusal are one fault) must fail on it.
 
 Run by ``benchmarks/mutation.py`` in a child process whose ``PYTHONPATH``
 is the scratch tree, so it imports the mutant, never the worktree's code:
@@ -10,7 +10,11 @@ is the scratch tree, so it imports the mutant, never the worktree's code:
     python benchmarks/mutation_judge.py REPORT.json TARGET PROFILE SEED
 
 It prints one JSON object: ``{"failures": [{"requirement", "replayed",
-"right", "note"}]}``, one entry per failure of the report.
+"right", "first", "diagnosed", "note"}]}``, one entry per failure of the report:
+``replayed`` is the failure a replay that stops only for the named
+requirement's family meets, ``first`` the first any MUST check meets, and
+``diagnosed`` says the named check does not fail but the witness breaks the
+exact profile's order, which the report blamed on an operation by probing.
 """
 
 from __future__ import annotations
@@ -53,16 +57,35 @@ def judge(report: dict[str, Any], target: str, profile_name: str, seed: int
         # A fresh subject per replay: the policy's module state starts clean.
         subject = load_subject(target).fitted(api if isinstance(api, str) else profile.api)
         replay = manager_failure if rid in MANAGER_IDS else failure_of
+        ids = family(profile, rid)
         with policy_environment(seed=seed):
-            found = replay(subject, profile, int(capacity), trace)
-        if found is None:
-            entry.update(right=False, note="the replay breaks no requirement")
-            continue
-        entry["replayed"] = found.requirement
-        entry["right"] = found.requirement in family(profile, rid)
+            # As the snippet's assertion does: the named requirement's check
+            # is what must fail; the others' failures are only noted.
+            found = replay(subject, profile, int(capacity), trace, fatal=ids.__contains__)
+        with policy_environment(seed=seed):
+            first = replay(subject, profile, int(capacity), trace)
+        entry["first"] = None if first is None else first.requirement
+        entry["replayed"] = None if found is None else found.requirement
+        entry["right"] = found is not None and found.requirement in ids
+        order = refinement_ids(profile)
+        # An exact profile sees a wrong order only at an evict; the report
+        # then names the operation behind it, found by probing prefixes
+        # (witness.explain.culprit): a diagnosis, not a check that fails.
+        entry["diagnosed"] = (not entry["right"] and rid not in order
+                              and entry["first"] in order)
         if not entry["right"]:
-            entry["note"] = f"the replay breaks {found.requirement} first: {found.message[:160]}"
+            broken = ("no requirement" if first is None
+                      else f"{first.requirement} first ({first.message[:160]})")
+            entry["note"] = f"the check of {rid} does not fail on the witness; it breaks {broken}"
     return judged
+
+
+def refinement_ids(profile: Any) -> frozenset[str]:
+    """The exact profile's order and liveness requirements (none for core)."""
+    refinement = profile.refinement
+    if refinement is None:
+        return frozenset()
+    return frozenset((refinement.order_requirement, refinement.liveness_requirement))
 
 
 def main(argv: list[str]) -> int:
