@@ -192,6 +192,15 @@ class Outcome:
         return self.status == "killed" and self.verdict != "fail"
 
     @property
+    def unloadable(self) -> bool:
+        """Killed by the check's refusal to load the mutant: its file raises
+        when imported (a mutated annotation evaluated at definition time,
+        without ``from __future__ import annotations``) or its class when
+        built; exit 2 with one line, no verdict."""
+        return (self.killed_with_error and self.verdict == "exit 2" and bool(self.killed_by)
+                and _UNLOADABLE.search(self.killed_by[0]) is not None)
+
+    @property
     def blame_by_diagnosis(self) -> bool:
         """Not blamed right, but each wrong blame names the operation behind
         an exact profile's wrong order (``Blame.diagnosed``)."""
@@ -328,6 +337,7 @@ def annotation_only(original: str, mutated: str) -> bool:
 # -- judging one mutant -------------------------------------------------------------
 
 _FAIL = re.compile(r"^\s*FAIL\s+(\S+)", re.MULTILINE)
+_UNLOADABLE = re.compile(r"importing the policy file raised|building \S+ raised")
 
 
 def killed_by(output: str) -> tuple[str, ...]:
@@ -589,6 +599,7 @@ class Tally:
     mutants: int
     killed: int
     killed_error: int
+    unloadable: int
     blame_judged: int
     blame_right: int
     blame_diagnosed: int
@@ -607,6 +618,7 @@ class Tally:
         return cls(
             mutants=len(result.outcomes), killed=len(killed),
             killed_error=sum(1 for o in killed if o.killed_with_error),
+            unloadable=sum(1 for o in killed if o.unloadable),
             blame_judged=len(judged), blame_right=sum(1 for o in judged if o.blame_right),
             blame_diagnosed=sum(1 for o in judged if o.blame_by_diagnosis),
             snippet_runs=len(ran), snippet_shown=sum(1 for s in ran if s.shown),
@@ -631,7 +643,8 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
         f"survived {counts['survived']}, timed out {counts['timeout']}   "
         f"({result.seconds:.0f} s)")
     say(f"   killed with verdict FAIL {tally.killed - tally.killed_error}, with another "
-        f"verdict (a defect of policyspec) {tally.killed_error}")
+        f"verdict {tally.killed_error} (of them {tally.unloadable} refused with exit 2 as "
+        f"unloadable: the mutant raises when imported or built)")
     say(f"   blame right (the witness replayed on the mutant breaks the named requirement): "
         f"{_share(tally.blame_right, tally.blame_judged)} killed with a replayable witness; "
         f"of the rest, {tally.blame_diagnosed} name the operation behind a wrong order found "
@@ -642,7 +655,7 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
     by_id = Counter(rid for o in result.outcomes if o.status == "killed" for rid in o.killed_by)
     say("   killed by: " + ", ".join(f"{rid} {n}" for rid, n in by_id.most_common()))
     for outcome in result.outcomes:
-        if outcome.killed_with_error:
+        if outcome.killed_with_error and not outcome.unloadable:
             say(f"   - [verdict {outcome.verdict}: policyspec defect] {outcome.mutant.short()}"
                 f"  {','.join(outcome.killed_by)}")
         if outcome.status == "killed" and outcome.blame_right is False:
@@ -676,13 +689,14 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
 
 def summary(results: list[FileResult], ledger: Ledger, say: Callable[[str], None]) -> None:
     """One row per policy: the figures the brief of this benchmark asks for."""
-    say("policy                               mutants  killed  killed-ERROR  blame right  "
-        "snippets shown to fail  survivors classified/unclassified")
+    say("policy                               mutants  killed  killed-ERROR (unloadable)  "
+        "blame right  snippets shown to fail  survivors classified/unclassified")
     for result in results:
         t = Tally.of(result, ledger)
         blame = f"{100 * t.blame_right / t.blame_judged:.0f}%" if t.blame_judged else "-"
         shown = f"{100 * t.snippet_shown / t.snippet_runs:.0f}%" if t.snippet_runs else "-"
-        say(f"{result.target.path:<36} {t.mutants:>7}  {t.killed:>6}  {t.killed_error:>12}  "
+        error = f"{t.killed_error} ({t.unloadable})"
+        say(f"{result.target.path:<36} {t.mutants:>7}  {t.killed:>6}  {error:>25}  "
             f"{blame:>11}  {shown:>22}  {t.survivors - t.unclassified}/{t.unclassified}")
     say("")
 
@@ -698,6 +712,7 @@ def save(path: str, heading: list[str], budget: str, results: list[FileResult]) 
         "outcomes": [{"id": asdict(o.mutant), "status": o.status,
                       "killed_by": list(o.killed_by), "seconds": o.seconds,
                       "verdict": o.verdict, "killed_with_error": o.killed_with_error,
+                      "unloadable": o.unloadable,
                       "blame": [asdict(b) for b in o.blame], "blame_right": o.blame_right,
                       "snippet": None if o.snippet is None else {
                           **asdict(o.snippet), "shown": o.snippet.shown,
