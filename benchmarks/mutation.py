@@ -112,13 +112,17 @@ TARGETS: tuple[Target, ...] = (
            "lru-0.33"),
     # vLLM 0.34.0's own policies, as its wheel ships them: the LRU under its
     # exact profile, then core alone; the ARC as the reference ARC is judged.
+    # Each new target ends with the size engine alone: with the whole budget
+    # it reaches evict(n) for n >= 257, where a count compared with `is` fails.
     Target(f"{WHEEL_DIR}/lru.py", "{file}:LRUCachePolicy", "lru-0.34",
-           also=(("--profile", "core"),), wheel="lru.py"),
+           also=(("--profile", "core"), ("--engine", "size")), wheel="lru.py"),
     Target(f"{WHEEL_DIR}/arc.py", "{file}:ARCCachePolicy", "arc-0.34",
            ("--capacity", "8"), (("--engine", "size"),), wheel="arc.py"),
     # Policies written for vLLM 0.34 (R10) as a newcomer would.
-    Target("benchmarks/authored/fifo034.py", "{file}:FIFOCachePolicy", "fifo"),
+    Target("benchmarks/authored/fifo034.py", "{file}:FIFOCachePolicy", "fifo",
+           also=(("--engine", "size"),)),
     Target("benchmarks/authored/clock034.py", "{file}:ClockCachePolicy", "core",
+           also=(("--engine", "size"),),
            note="no profile states CLOCK's exact victims: core judges it, so a mutant "
                 "that only evicts other idle keys survives (a missing check)"),
 )
