@@ -847,12 +847,16 @@ def ledger_problems(results: list[FileResult], ledger: Ledger) -> list[str]:
     an 'equivalent' mutant that is not)."""
     problems = []
     for result in results:
+        # Two mutants can share an identity (the same change of two alike
+        # lines of one function): the entry stands while one of them survives.
+        surviving = {o.mutant for o in result.outcomes if o.status in ("survived", "timeout")}
         for outcome in result.outcomes:
             survived = outcome.status in ("survived", "timeout")
             kind = ledger.classify(outcome.mutant).kind
             if survived and kind == "unclassified":
                 problems.append(f"unclassified survivor {outcome.mutant.short()}")
-            elif outcome.status == "killed" and kind != "unclassified":
+            elif (outcome.status == "killed" and kind != "unclassified"
+                  and outcome.mutant not in surviving):
                 problems.append(f"listed as {kind} but killed by {','.join(outcome.killed_by)}: "
                                 f"{outcome.mutant.short()} (delete or correct the entry)")
     return problems
