@@ -115,6 +115,20 @@ def test_an_engine_only_option_set_passes_when_it_only_leaves_musts_unjudged() -
     assert not _passes(2, None, further=True)
 
 
+def test_an_entry_shared_by_two_alike_mutants_stands_while_one_survives() -> None:
+    from benchmarks.mutation import FileResult, Outcome, ledger_problems
+
+    ledger = load_ledger()
+    both = MutantId("clock034.py", "evict", "ReplaceContinueWithBreak", "continue", "break")
+    assert ledger.classify(both).kind == "missing-check"
+    clock = next(t for t in TARGETS if t.path.endswith("clock034.py"))
+    killed = Outcome(both, "", "killed", ("HOOK-KEEPS-MEMBERSHIP",), verdict="fail")
+    survived = Outcome(both, "", "survived")
+    assert not ledger_problems([FileResult(clock, [killed, survived])], ledger)
+    [problem] = ledger_problems([FileResult(clock, [killed])], ledger)
+    assert "listed as missing-check but killed" in problem
+
+
 # -- the authored FIFO, two mutants at a small budget ------------------------------
 
 FIFO = next(t for t in TARGETS if t.path.endswith("fifo034.py"))
