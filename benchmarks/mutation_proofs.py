@@ -189,7 +189,7 @@ def _wrapper(target: Target, driver: Driver) -> str:
 
 def prove(target: Target, mutant: Mutant, timeout: float) -> tuple[str, str]:
     """("proved" | "differs" | "not exhausted", CrossHair's last lines)."""
-    driver = DRIVERS[Path(target.path).name]
+    driver = DRIVERS[target.file_id]
     crosshair = Path(sys.executable).with_name("crosshair")
     with tempfile.TemporaryDirectory(prefix="policyspec-proof-") as scratch:
         Path(scratch, "mutant_policy.py").write_text(mutant.source, encoding="utf-8")
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     for target in TARGETS:
         if args.only and not any(o in target.path for o in args.only):
             continue
-        if Path(target.path).name not in DRIVERS:
+        if target.file_id not in DRIVERS:
             print(f"{target.path}: no session driver, nothing proved")
             continue
         for mutant in mutants_of(target):

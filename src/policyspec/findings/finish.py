@@ -115,6 +115,7 @@ def finish(
                 found_after_calls=finding.found_after_calls,
                 by_manager=by_manager(finding.trace),
                 also_breaks=sorted(seen.get(rid, set()) - set(best)),
+                capacity=(finding.capacity or capacity) if finding.trace else None,
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))

@@ -78,6 +78,10 @@ class FailureReport:
     also_breaks: list[str] = field(default_factory=list)
     """Ids an engine saw this witness break that the route traced back to
     ``requirement`` (an earlier step's fault): they are FAIL too, never PASS."""
+    capacity: int | None = None
+    """The capacity the policy is built with to replay ``actions`` (an engine
+    may find a fault at a capacity of its own); None without a trace and in
+    reports older than the field."""
 
 
 def _steps(count: int) -> str:
@@ -184,6 +188,7 @@ class Report:
                     "found_after_calls": f.found_after_calls,
                     "by_manager": f.by_manager,
                     "also_breaks": f.also_breaks,
+                    "capacity": f.capacity,
                 }
                 for f in self.failures
             ],
@@ -323,6 +328,7 @@ def _from_json(data: Any, origin: str) -> Report:
                     found_after_calls=f.get("found_after_calls"),
                     by_manager=f.get("by_manager"),
                     also_breaks=[str(r) for r in f.get("also_breaks", [])],
+                    capacity=f.get("capacity"),
                 )
                 for f in data["failures"]
             ],
