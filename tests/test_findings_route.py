@@ -60,6 +60,15 @@ def test_a_failed_evict_that_changes_later_results_is_evict_atomic(target: str,
     assert message.endswith(")") or message.endswith("."), message  # not cut off
 
 
+def test_no_mark_is_blamed_on_a_policy_without_marks() -> None:
+    # vLLM 0.34's manager makes no mark call: a completed store only writes
+    # ref_cnt, so an order fault after it is the order's, not a mark's
+    report = _check(f"{NEW / 'fifo_evicts_only_read_chunks.py'}:FIFOCachePolicy", "fifo",
+                    "fast")
+    assert [f.requirement for f in report.failures] == ["FIFO-LIVENESS"]
+    assert _status(report, "MARK-EVICTABLE-ELIGIBLE") != FAIL
+
+
 def test_threads_are_blamed_only_where_the_trace_fails_with_them() -> None:
     # A witness whose trace passes on its own replay (a relation's, the
     # manager's bookkeeping, a measurement) keeps the id its engine gave it.

@@ -62,6 +62,11 @@ def culprit(
             fresh = harness if index == len(probes) - 1 else None
             results.append(run_probe(subject, profile, capacity, prefix, probe, harness=fresh))
         blamed = diagnosis.blame(prefix[:-1], prefix[-1], ext, state, results, previous)
+        if blamed is not None and not subject.has("mark") and _LAST_CALL.get(
+                prefix[-1][0]) in _MARKS:
+            # A policy without marks was not called there (a store completing
+            # only writes ref_cnt): no mark can be to blame, the search goes on.
+            blamed = None
         if blamed is not None:
             return blamed
         previous = results
@@ -172,6 +177,9 @@ _LAST_CALL: dict[str, str] = {
     "clear": "clear",
     "get": "get",
 }
+
+
+_MARKS = frozenset({"mark_evictable", "mark_non_evictable"})
 
 
 def _culprit_of(action: Action, name_for: Callable[[str], str]) -> str:
