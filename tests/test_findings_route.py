@@ -69,6 +69,14 @@ def test_no_mark_is_blamed_on_a_policy_without_marks() -> None:
     assert _status(report, "MARK-EVICTABLE-ELIGIBLE") != FAIL
 
 
+@pytest.mark.parametrize("engine", ["fast", "stateful"])
+def test_a_call_that_shows_its_own_fault_is_blamed_not_the_hook_before_it(engine: str) -> None:
+    # the hook put the chunk where remove forgets to look: remove's fault
+    report = _check(f"{NEW / 'remove_misses_hot_keys.py'}:TwoListLRU", "core", engine)
+    assert [f.requirement for f in report.failures] == ["REMOVE-DROPS"]
+    assert _status(report, "HOOK-KEEPS-MEMBERSHIP") != FAIL
+
+
 def test_threads_are_blamed_only_where_the_trace_fails_with_them() -> None:
     # A witness whose trace passes on its own replay (a relation's, the
     # manager's bookkeeping, a measurement) keeps the id its engine gave it.

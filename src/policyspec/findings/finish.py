@@ -19,6 +19,7 @@ from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY, Aborted, CallerContractError
 from policyspec.harness.watchdog import Watchdog
 from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
+from policyspec.model.evict import eligible
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.reports.report import FailureReport
@@ -293,6 +294,7 @@ minutes); a longer one keeps the id it was found with."""
 _HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
 
 
+
 def _request_level_blame(
     subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
     requirement: str, message: str,
@@ -320,16 +322,64 @@ def _request_level_blame(
     known = load_registry().get(requirement)
     if known is None or known.profile != "core" or requirement.startswith("HOOK-"):
         return requirement, message  # a refinement's order: hooks may move it
-    hooks = [i for i, a in enumerate(trace) if a[0] in _HOOKS]
-    if not hooks:
+    if not any(a[0] in _HOOKS for a in trace):
         return requirement, message
     without = tuple(a for a in trace if a[0] not in _HOOKS)
-    if failure_of(subject, profile, capacity, without) is None:
-        step = hooks[-1] + 1
-        return "HOOK-KEEPS-MEMBERSHIP", (
-            f"{message}; the trace passes without its request hooks, so the hook at step "
-            f"{step} changed what later calls see, which the spec forbids a hook to do")
-    return requirement, message
+    if failure_of(subject, profile, capacity, without) is not None:
+        return requirement, message
+    # The trace needs its hooks; that alone does not make a hook guilty (a
+    # remove that forgets where a hook legitimately moved a key is remove's
+    # fault). A hook is, when it changed eligibility itself: evict takes
+    # exactly the eligible keys right before it and not right after it.
+    step = _hook_took_eligibility(subject, profile, capacity, trace)
+    if step is None:
+        return requirement, message
+    return "HOOK-KEEPS-MEMBERSHIP", (
+        f"{message}; the trace passes without its request hooks, and the hook at step "
+        f"{step + 1} changed which keys evict can take (right before it, evict takes "
+        "exactly the eligible keys; right after it, it does not), which the spec forbids "
+        "a hook to do")
+
+
+def _hook_took_eligibility(
+    subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
+) -> int | None:
+    """The index of the first hook of ``trace`` after which evict can take
+    other keys than the model's eligible ones (fewer, or more), although it
+    could take exactly those right before the hook; None when no hook
+    changed what evict can take."""
+    for index, action in enumerate(trace):
+        if action[0] in _HOOKS and (
+                _evicts_as_modelled(subject, profile, capacity, trace[:index])
+                and not _evicts_as_modelled(subject, profile, capacity, trace[:index + 1])):
+            return index
+    return None
+
+
+def _evicts_as_modelled(
+    subject: Subject, profile: Profile, capacity: int, prefix: tuple[Action, ...],
+) -> bool:
+    """Whether, after ``prefix`` on a fresh policy, an evict of every key the
+    model counts eligible succeeds and an evict of one more is refused, each
+    on a replay of its own (True also when the prefix itself fails: no
+    evidence either way)."""
+    for extra in (0, 1):
+        harness = Lockstep(subject, profile, capacity, observe=False, threads=False,
+                           fatal=lambda _rid: True)
+        try:
+            harness.run(prefix)
+        except (ConformanceFailure, Aborted, CallerContractError):
+            return True
+        count = len(eligible(harness.state, ())) + extra
+        if count == 0:
+            continue
+        try:
+            harness.apply(("evict", count, frozenset()))
+        except (ConformanceFailure, Aborted, CallerContractError):
+            return False
+        if harness.soft:
+            return False
+    return True
 
 
 def _stale_request(
