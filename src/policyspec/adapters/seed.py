@@ -190,9 +190,10 @@ def adapt(
 def _hooks(w: SeedAdapter, policy: Any) -> None:
     """The policy's own request hooks, or its revision's defaults for those
     it does not define itself: R8 and R9's base class touches, R10's (and
-    every later one without touch) does nothing. (The defaults of a stand-in or real base class are not taken:
-    a class that fits two revisions inherits one base, and is driven with
-    the defaults of the revision it is driven as.)"""
+    every later one without touch) does nothing. (The defaults of a stand-in
+    or real base class are not taken: a class that fits two revisions
+    inherits one base, and is driven with the defaults of the revision it is
+    driven as.)"""
     cls = type(policy)
 
     def access(keys: Iterable[Any], req_context: Any) -> None:

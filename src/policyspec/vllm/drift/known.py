@@ -61,15 +61,23 @@ def known_fingerprints(directory: Path | None = None) -> list[Fingerprint]:
     return sorted(found, key=lambda f: version_key(f.vllm))
 
 
-def record(fingerprint: Fingerprint, revision: str, directory: Path = KNOWN_DIR) -> Path:
-    """Store ``fingerprint`` as revision ``revision`` (``known/REV.json``,
-    written atomically) and return the path."""
+def record(fingerprint: Fingerprint, revision: str, directory: Path | None = None) -> Path:
+    """Store ``fingerprint`` as revision ``revision``, written atomically, and
+    return the path: ``directory/REV.json``, or by default the signature of
+    the release folder of that revision, or ``known/REV.json`` when no
+    folder has it yet."""
     from policyspec.reports.report import write_atomic
+    from policyspec.vllm.releases import find
 
     if not REVISION_NAME.fullmatch(revision):
         raise ValueError(f"--record {revision!r}: a revision is named R<number> (R11)")
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{revision}.json"
+    release = find(revision) if directory is None else None
+    if release is not None and release.folder is not None:
+        path = release.folder / "signature.json"
+    else:
+        directory = KNOWN_DIR if directory is None else directory
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{revision}.json"
     stored = replace(fingerprint, revision=revision)
     write_atomic(path, dumps(stored))
     return path

@@ -62,12 +62,20 @@ class Release:
     intree: tuple[tuple[str, str], ...] = ()
     """Its in-tree policies, ``(module, class name)``; the stand-in of each
     is the class of that name in ``policyspec.vllm.standins.intree``."""
+    references: tuple[tuple[str, str], ...] = ()
+    """policyspec's reference policies that behave as its in-tree ones,
+    ``(label, module:Class)``, which ``simulate`` compares a target with;
+    empty: those of the newest older release that names some."""
     folder: Path | None = None
     """The folder it was read from (set by ``discover``)."""
 
     @property
     def series(self) -> str:
         return ".".join(self.version.split(".")[:2])
+
+    @property
+    def version_key(self) -> tuple[int, ...]:
+        return _version_key(self.version)
 
     @property
     def signature(self) -> Path | None:

@@ -28,4 +28,8 @@ RELEASE = Release(
         ("vllm.v1.kv_offload.cpu.policies.lru", "LRUCachePolicy"),
         ("vllm.v1.kv_offload.cpu.policies.arc", "ARCCachePolicy"),
     ),
+    references=(
+        ("reference LRU", "policyspec.reference:LRU033CachePolicy"),
+        ("reference ARC", "policyspec.reference:ARCCachePolicy"),
+    ),
 )
