@@ -121,6 +121,21 @@ def test_detection_table_and_manager_follow_the_folder(made_up: Path, tmp_path: 
         from policyspec.vllm.manager import RELEASES, OffloadingManagerEmulation
         from policyspec.workload.player import manager_release
         from policyspec.workload.ports import NATIVE
+        from policyspec.vllm.standins.intree import LRUCachePolicy, drive_as
+        from policyspec.vllm.standins.keys import ReqContext
+        from policyspec.vllm.standins.policies import ChunkStatus
+
+        def evicted_after_store_miss(revision):
+            """The in-tree LRU's victim after a store miss of its oldest key:
+            the oldest again when the base class's default touches nothing."""
+            lru = LRUCachePolicy(4)
+            drive_as(lru, revision)
+            for i, key in enumerate((b"a", b"b")):
+                chunk = ChunkStatus(i)
+                chunk.ref_cnt = 0
+                lru.insert(key, chunk, ReqContext("r"))
+            lru.on_store_miss([b"a"], ReqContext("r"))
+            return lru.evict(1, set())[0][0].decode()
 
         class Older:
             def get(self, key): return None
@@ -142,6 +157,7 @@ def test_detection_table_and_manager_follow_the_folder(made_up: Path, tmp_path: 
             "managers": RELEASES, "touches": manager.touches,
             "counts_once": manager.counts_once, "player": manager_release("R11"),
             "native": "R11" in NATIVE,
+            "lru": [evicted_after_store_miss(r) for r in ("R9", "R10", "R11")],
         }}))
         ''', tmp_path, made_up)
     seen = json.loads(out)
@@ -153,6 +169,7 @@ def test_detection_table_and_manager_follow_the_folder(made_up: Path, tmp_path: 
     assert seen["managers"] == ["0.33", "0.34", "0.35"]
     assert (seen["touches"], seen["counts_once"]) == (False, True)
     assert seen["player"] == "0.35.0" and seen["native"]
+    assert seen["lru"] == ["b", "a", "a"]  # R11's base, as R10's, does not touch
 
 
 @pytest.fixture(scope="module")
