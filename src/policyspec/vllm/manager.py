@@ -134,7 +134,7 @@ class OffloadingManagerEmulation:
         enable_events: bool = False,
         chunk_type: Callable[[int], Any] = ChunkStatus,
         listener: RefCntListener | None = None,
-        release: str = "0.33",
+        release: str = FOLLOWED[0].series,
     ) -> None:
         if release not in RELEASES:
             raise ValueError(f"no emulation of vLLM {release}'s manager (emulated: "
