@@ -120,6 +120,13 @@ def _installed_revision() -> str | None:
     return release.revision if release is not None else None
 
 
+def _untouched() -> set[str]:
+    """The revisions of the releases whose base class has no ``touch``."""
+    from policyspec.vllm.releases import RELEASES
+
+    return {r.revision for r in RELEASES if not r.manager_touches}
+
+
 UNDRIVEN = {
     "R6": "evict(n, protected, req_context, num_blocks_in_cache) and sessions",
     "R6-draft": "evict(n, protected, req_id, start_pos) and sessions",
@@ -310,11 +317,11 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._mark_ne = getattr(p, "mark_non_evictable", None) or _nothing
         self._insert_ctx = _takes(p.insert, 3)
         self._touch_ctx = self._touch is not None and _takes(self._touch, 2)
-        self._default_touches = self._touch is not None and "R10" not in (
-            self.api, _installed_revision())
+        self._default_touches = self._touch is not None and not _untouched() & {
+            self.api, _installed_revision()}
         """Whether a hook the policy lacks touches: the default of its
-        revision's base class, and of the installed vLLM's (0.34's touches
-        nothing)."""
+        revision's base class, and of the installed vLLM's (0.34's and every
+        release's without touch touch nothing)."""
         hooks = {name: getattr(p, name) for name in (
             "on_store_miss", "on_request_access", "on_request_finished") if _own(p, name)}
         self._store_miss = hooks.get("on_store_miss")

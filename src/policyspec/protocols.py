@@ -11,7 +11,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
+
+from policyspec.vllm.releases import RELEASES, Release
 
 __all__ = [
     "API_HELP",
@@ -275,7 +277,7 @@ _FINISHED = _m(
     "on_request_finished(key_groups, insertion_only_keys, reused_keys, req_context)", "hook"
 )
 
-_TABLE = (
+_TABLE: tuple[Revision, ...] = (
     Revision(
         "R-1",
         "CachePolicy in cpu_manager.py, keyed by BlockHash",
@@ -386,43 +388,31 @@ _TABLE = (
         CachePolicyR8,
         chunks=True,
     ),
-    Revision(
-        "R9",
-        "vLLM 0.33.0: insert takes req_context; on_request_access upstream",
-        (
-            _m("get(key)"),
-            _m("insert(key, chunk, req_context)"),
-            _m("remove(key)"),
-            _TOUCH_CTX,
-            _m("evict(n, protected)"),
-            _CLEAR,
-            *_MARKS,
-            _m("on_store_miss(keys, req_context)", "hook"),
-            _m("on_request_access(keys, req_context)", "hook"),
-            _FINISHED,
-        ),
-        CachePolicyR9,
-        chunks=True,
-    ),
-    Revision(
-        "R10",
-        "vLLM 0.34.0: touch removed; on_request_finished abstract",
-        (
-            _m("get(key)"),
-            _m("insert(key, chunk, req_context)"),
-            _m("remove(key)"),
-            _m("evict(n, protected)"),
-            _CLEAR,
-            *_MARKS,
-            _m("on_store_miss(keys, req_context)", "hook"),
-            _m("on_request_access(keys, req_context)", "hook"),
-            _m("on_request_finished(key_groups, insertion_only_keys, reused_keys, req_context)",
-               "abstract"),
-        ),
-        CachePolicyR10,
-        chunks=True,
-    ),
 )
+
+
+def _released(release: Release) -> Revision:
+    """A release's revision, read from its folder's record
+    (policyspec.vllm.releases); its Protocol class is the one above, or a
+    bare stand-in class of the same name for a release this module does not
+    spell out yet (mypy then checks nothing against it)."""
+    name = f"CachePolicy{release.revision}"
+    protocol = _PROTOCOLS.get(release.revision) or type(name, (), {"__module__": __name__})
+    return Revision(release.revision, release.summary,
+                    tuple(_m(call, _kind(kind, release)) for call, kind in release.methods),
+                    protocol, chunks=True)
+
+
+def _kind(kind: str, release: Release) -> Kind:
+    if kind not in ("core", "abstract", "hook"):
+        raise ValueError(f"{release.folder}: method kind {kind!r} is not core, abstract or hook")
+    return cast(Kind, kind)
+
+
+_PROTOCOLS: dict[str, type] = {"R9": CachePolicyR9, "R10": CachePolicyR10}
+"""The revisions of shipped releases spelled out as Protocols above."""
+
+_TABLE = (*_TABLE, *(_released(r) for r in RELEASES))
 
 REVISIONS: dict[str, Revision] = {r.name: r for r in _TABLE}
 """Every revision policyspec can drive, oldest first."""

@@ -211,6 +211,15 @@ def starter(api: str, class_name: str, filename: str = "my_policy.py") -> Starte
                          f"({', '.join(released())})")
     revision = REVISIONS[api]
     protocol = revision.protocol.__name__
+    import policyspec.protocols
+
+    typed = [
+        f"    # mypy checks every method against revision {api}'s Protocol.",
+        f"    from policyspec.protocols import {protocol} as CachePolicy",
+    ] if hasattr(policyspec.protocols, protocol) else [
+        f"    # policyspec spells out no Protocol of revision {api} yet.",
+        f"    from {policy_home(api)} import CachePolicy",
+    ]
     methods = [line for spec in revision.methods for line in ["", *_method(spec)]]
     source = "\n".join([
         f'"""{class_name}: a cache policy for vLLM\'s KV-cache CPU offloading, API',
@@ -230,8 +239,7 @@ def starter(api: str, class_name: str, filename: str = "my_policy.py") -> Starte
         "from typing import TYPE_CHECKING, Any, TypeAlias",
         "",
         "if TYPE_CHECKING:",
-        f"    # mypy checks every method against revision {api}'s Protocol.",
-        f"    from policyspec.protocols import {protocol} as CachePolicy",
+        *typed,
         "else:",
         "    # vLLM loads this class by module path and wants a subclass of its",
         "    # CachePolicy; without vLLM, `policyspec check` provides the module.",

@@ -50,6 +50,7 @@ _LATER_HOOKS = (
     "on_store_miss",
     "on_request_access",
     "evict_until",
+    *(h for r in RELEASES for h in r.evidence),
 )
 
 
@@ -145,7 +146,21 @@ def _r9(cls: type) -> str | None:
     return None
 
 
+def _by_evidence(cls: type) -> tuple[str, str] | None:
+    """The newest release whose folder names evidence (a method no earlier
+    revision has) that ``cls`` defines itself, and why; None when none."""
+    for release in reversed(RELEASES):
+        own = [name for name in release.evidence if own_member(cls, name) is not None]
+        if own:
+            return release.revision, (
+                f"it defines {', '.join(own)}, new in {release.revision} (vLLM {release.version})")
+    return None
+
+
 def _decide(cls: type, hooks: set[str]) -> tuple[str, str]:
+    newer = _by_evidence(cls)
+    if newer is not None:
+        return newer
     touch = _shape(cls, "touch")
     evict = _shape(cls, "evict")
     finished = _shape(cls, "on_request_finished")

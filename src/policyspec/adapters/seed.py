@@ -16,12 +16,16 @@ from typing import Any
 
 from policyspec.protocols import own_member
 from policyspec.subject import SeedPolicy
+from policyspec.vllm.releases import RELEASES
 
 __all__ = ["HOOK_REVISIONS", "SeedAdapter", "adapt", "unwrap"]
 
-_TOUCH_CONTEXT = frozenset({"R4", "R5", "R6", "R6-draft", "R7", "R7b", "R8", "R9"})
+_RELEASED = frozenset(r.revision for r in RELEASES)
+"""The revisions of the release folders: insert takes the request."""
+_TOUCH_CONTEXT = frozenset({"R4", "R5", "R6", "R6-draft", "R7", "R7b", "R8"}) | {
+    r.revision for r in RELEASES if r.manager_touches}
 _SESSIONS = frozenset({"R6", "R6-draft"})
-HOOK_REVISIONS = frozenset({"R8", "R9", "R10"})
+HOOK_REVISIONS = frozenset({"R8"}) | _RELEASED
 """Revisions whose manager calls the request hooks (capability ``hooks``)."""
 
 
@@ -155,7 +159,7 @@ def adapt(
             policy_touch(keys, w.req_context)
 
         w.touch = touch
-    if revision in ("R9", "R10"):
+    if revision in _RELEASED:
         policy_insert = policy.insert
 
         def insert_in_request(key: Any, block: Any, req_context: Any = None) -> None:
@@ -185,16 +189,17 @@ def adapt(
 
 def _hooks(w: SeedAdapter, policy: Any) -> None:
     """The policy's own request hooks, or its revision's defaults for those
-    it does not define itself: R8 and R9's base class touches, R10's does
-    nothing. (The defaults of a stand-in or real base class are not taken:
-    a class that fits two revisions inherits one base, and is driven with
-    the defaults of the revision it is driven as.)"""
+    it does not define itself: R8 and R9's base class touches, R10's (and
+    every later one without touch) does nothing. (The defaults of a stand-in
+    or real base class are not taken: a class that fits two revisions
+    inherits one base, and is driven with the defaults of the revision it is
+    driven as.)"""
     cls = type(policy)
 
     def access(keys: Iterable[Any], req_context: Any) -> None:
         return None
 
-    if w.revision == "R10":
+    if w.revision not in _TOUCH_CONTEXT:
         store_miss: Callable[[Iterable[Any], Any], None] = access
 
         def finished(groups: Any, insertion_only: Any, reused: Any, req_context: Any) -> None:

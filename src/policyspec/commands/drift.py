@@ -33,8 +33,10 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--json", metavar="PATH", dest="json_path",
                         help="also write the result as JSON (schema policyspec-drift/1)")
     parser.add_argument("--record", metavar="REVISION",
-                        help="store this vLLM's fingerprint as a known revision (R11) in "
-                        "policyspec/vllm/drift/known/ (maintainers, in an editable install)")
+                        help="store this vLLM's fingerprint as a known revision (R11): the "
+                        "signature.json of its release folder (policyspec/vllm/releases/), "
+                        "else policyspec/vllm/drift/known/R11.json (maintainers, in an "
+                        "editable install)")
     parser.set_defaults(handler=run)
 
 

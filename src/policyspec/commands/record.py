@@ -42,9 +42,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--judge", choices=("inline", "process"), default="inline",
                         help="where check mode judges: in the calling thread (default) or in "
                         "a second process fed as the history is written")
-    parser.add_argument("--api", choices=("R9", "R10"), default=None,
-                        help="the revision to drive a policy that fits both as (default: "
-                        "the installed vLLM's, else the newest: R10)")
+    parser.add_argument("--api", choices=tuple(r.revision for r in RELEASES), default=None,
+                        help="the revision to drive a policy that fits several as (default: "
+                        f"the installed vLLM's, else the newest: {RELEASES[-1].revision})")
     parser.add_argument("--two-threads", action="store_true",
                         help="manager calls from two threads (as 0.33's tiering poll thread)")
     parser.set_defaults(handler=run)
@@ -77,7 +77,7 @@ def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode
     guard = GuardPolicy(capacity, target=target, mode=mode, history=out, api=api, judge=judge)
     release = release_for(guard.api)
     manager = OffloadingManagerEmulation(guard, capacity, release=release)
-    touch = TrafficConfig.touch if release == "0.33" else 0.0
+    touch = TrafficConfig.touch if manager.touches else 0.0
     stopped: BaseException | None = None
     round_ = 0
     try:

@@ -35,6 +35,7 @@ def ratio(text: str) -> float:
 
 def add_parser(sub: Any) -> None:
     from policyspec.commands.check import _shard, positive_int
+    from policyspec.vllm.releases import RELEASES
     from policyspec.workload.player import SEMANTICS
 
     parser = sub.add_parser(
@@ -43,8 +44,9 @@ def add_parser(sub: Any) -> None:
         description="Play a serving trace (Mooncake JSONL or policyspec's own format, "
         "spec/traffic.md) through TARGET (pkg.module:Class or path/to/file.py:Class) and the "
         "in-tree LRU and ARC of its revision, at each cache size, each policy driven by the "
-        "emulated CPUOffloadingManager of the vLLM release of its API revision: vLLM 0.34.0's "
-        "for an R10 policy, vLLM 0.33.0's for earlier revisions. Report the block hit rate, blocks "
+        "emulated CPUOffloadingManager of the vLLM release of its API revision: "
+        + "".join(f"vLLM {r.version}'s for an {r.revision} policy, " for r in RELEASES[:0:-1])
+        + f"vLLM {RELEASES[0].version}'s for earlier revisions. Report the block hit rate, blocks "
         "loaded, stored and evicted, failed evictions, the time per policy call and the "
         "policy's memory, with a miss-ratio curve. Exit codes: 0 done (and the gate "
         "passed); 1 a policy stopped the play (raised, or broke the manager's checks: run "

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
+from policyspec.vllm.releases import RELEASES as FOLLOWED
 from policyspec.vllm.standins.keys import get_offload_group_idx
 from policyspec.vllm.standins.policies import ChunkStatus
 
@@ -66,8 +67,9 @@ class ManagerEvent:
     """0.34.0: the storing request's context, on a stored event."""
 
 
-RELEASES = ("0.33", "0.34")
-"""The manager releases emulated (their API revisions: R9 and R10)."""
+RELEASES = tuple(r.series for r in FOLLOWED)
+"""The manager releases emulated, one per release folder
+(policyspec.vllm.releases; 0.33 and 0.34: R9 and R10)."""
 
 
 def release_for(api: str) -> str:
@@ -132,13 +134,16 @@ class OffloadingManagerEmulation:
         enable_events: bool = False,
         chunk_type: Callable[[int], Any] = ChunkStatus,
         listener: RefCntListener | None = None,
-        release: str = "0.33",
+        release: str = FOLLOWED[0].series,
     ) -> None:
         if release not in RELEASES:
             raise ValueError(f"no emulation of vLLM {release}'s manager (emulated: "
                              f"{', '.join(RELEASES)})")
         self.release = release
-        self.counts_once = release != "0.33"
+        switches = next(r for r in FOLLOWED if r.series == release)
+        self.touches = switches.manager_touches
+        """Whether this release's manager has ``touch`` (0.33.0's)."""
+        self.counts_once = switches.counts_once
         """0.34.0: the threshold counts a key once per request, and store
         events carry the request (spec/manager.md)."""
         self.policy = policy
@@ -304,7 +309,7 @@ class OffloadingManagerEmulation:
         return [chunk.chunk_id for chunk in chunks]
 
     def touch(self, keys: Collection[Any], req_context: Any) -> None:
-        if self.release != "0.33":
+        if not self.touches:
             raise AttributeError(f"vLLM {self.release}'s CPUOffloadingManager has no touch")
         self.policy.touch(keys, req_context)
 

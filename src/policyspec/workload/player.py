@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from policyspec.vllm.manager import OffloadingManagerEmulation
+from policyspec.vllm.releases import RELEASES
 from policyspec.vllm.standins.keys import ReqContext
 from policyspec.vllm.traffic import ManagerInterface
 from policyspec.workload.reader import BLOCK_TOKENS, TraceRequest, block_key
@@ -36,18 +37,17 @@ __all__ = [
 
 MANAGERS: dict[str, Callable[..., Any]] = {
     "R8": OffloadingManagerEmulation,
-    "R9": OffloadingManagerEmulation,
-    "R10": partial(OffloadingManagerEmulation, release="0.34"),
+    **{r.revision: partial(OffloadingManagerEmulation, release=r.series) for r in RELEASES},
 }
 """The emulated manager that drives a policy of each API revision with the
-request hooks: vLLM 0.33.0's for R9 (and R8, whose hooks it also calls),
-vLLM 0.34.0's (no touch) for R10. A release's manager is added here under
-its revision."""
+request hooks: each release folder's (policyspec.vllm.releases) for its
+revision, vLLM 0.33.0's (no touch) for R10, and the oldest release's for R8,
+whose hooks it also calls."""
 
 
-RELEASE_OF: dict[str, str] = {"R10": "0.34.0"}
+RELEASE_OF: dict[str, str] = {r.revision: r.version for r in RELEASES[1:]}
 """The vLLM release whose manager ``MANAGERS`` holds for a revision, where
-it is not 0.33.0's."""
+it is not the oldest release's."""
 
 SEMANTICS: dict[str, str] = {
     "plain": "every block a request of its own, looked up; a miss inserts it, evicting one "
@@ -67,7 +67,7 @@ default)."""
 
 def manager_release(api: str) -> str:
     """The vLLM release whose manager plays a policy of revision ``api``."""
-    return RELEASE_OF.get(api, "0.33.0")
+    return RELEASE_OF.get(api, RELEASES[0].version)
 
 
 def manager_class(api: str) -> Callable[..., Any]:

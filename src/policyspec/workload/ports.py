@@ -12,12 +12,14 @@ from typing import Any
 
 from policyspec.adapters.seed import unwrap
 from policyspec.subject import SeedPolicy, Subject
+from policyspec.vllm.releases import RELEASES
 from policyspec.vllm.standins.policies import ChunkStatus
 
 __all__ = ["NATIVE", "Chunk", "DefaultHooks", "driven_policy"]
 
-NATIVE = frozenset({"R9", "R10"})
-"""Revisions whose policies the emulated manager calls directly."""
+NATIVE = frozenset(r.revision for r in RELEASES)
+"""Revisions whose policies the emulated manager calls directly: those of
+the release folders (policyspec.vllm.releases)."""
 
 
 class Chunk(ChunkStatus):

@@ -23,6 +23,7 @@ from policyspec.adapters import load_subject
 from policyspec.adapters.seed import unwrap
 from policyspec.subject import Subject
 from policyspec.vllm import standins
+from policyspec.vllm.releases import RELEASES, find
 from policyspec.vllm.standins.gaps import raise_if_gap
 from policyspec.workload.measure import TimedPolicy, owned_bytes
 from policyspec.workload.player import SEMANTICS, Player, Timing, manager_class, play_in_turn
@@ -52,14 +53,24 @@ __all__ = [
 SCHEMA = "policyspec-simulate/1"
 
 REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
-    "R9": (("reference LRU", "policyspec.reference:LRU033CachePolicy"),
-           ("reference ARC", "policyspec.reference:ARCCachePolicy")),
-    "R10": (("reference LRU", "policyspec.reference:LRU034CachePolicy"),
-            ("reference ARC", "policyspec.reference:ARC034CachePolicy")),
-}
-"""The in-tree policies a target is compared with, by its revision: those
-of vLLM 0.33.0 (R9) for R9 and for every revision 0.33's manager plays, those
-of vLLM 0.34.0 for R10 (a release's are added under its revision)."""
+    r.revision: r.references for r in RELEASES if r.references}
+"""The in-tree policies a target is compared with, by its revision, as each
+release folder names them (policyspec.vllm.releases): vLLM 0.33.0's for R9,
+0.34.0's for R10."""
+
+
+def references_for(api: str) -> tuple[tuple[str, str], ...]:
+    """The references of revision ``api``: its release's, else (a release
+    whose folder names none) the newest older release's, else (a revision
+    before every release, which the oldest release's manager plays) the
+    oldest release's."""
+    release = find(api)
+    named = [r for r in RELEASES if r.references]
+    if release is not None:
+        older = [r for r in named if r.revision == api or r.version_key < release.version_key]
+        if older:
+            return older[-1].references
+    return named[0].references
 
 
 @dataclass(frozen=True)
@@ -238,7 +249,7 @@ def gated_policies(
     """``policies_for``'s list, and the label the baseline is listed under
     (None without one)."""
     subject = load_subject(target) if target is not None else None
-    references = REFERENCES.get(subject.api if subject is not None else "R9", REFERENCES["R9"])
+    references = references_for(subject.api if subject is not None else RELEASES[0].revision)
     chosen: list[tuple[PolicyEntry, Subject]] = []
     classes: list[type] = []
     names: list[str] = []

@@ -1,7 +1,9 @@
-"""The fingerprints of the vLLM releases policyspec knows, one JSON file per
-API revision in ``known/`` beside this module (``R9.json`` = vLLM 0.33.0),
-and how a new one is recorded: ``policyspec drift WHEEL --record R11`` in
-an editable install writes ``known/R11.json`` (spec/drift.md).
+"""The fingerprints of the vLLM releases policyspec knows: each release
+folder's ``signature.json`` (policyspec.vllm.releases: ``v0_33/`` is vLLM
+0.33.0, R9), and one JSON file per revision recorded but not yet given a
+folder, in ``known/`` beside this module. ``policyspec drift WHEEL --record
+R11`` in an editable install writes ``known/R11.json`` (spec/drift.md);
+moving it into the new release's folder is part of following the release.
 """
 
 from __future__ import annotations
@@ -30,29 +32,52 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(n) for n in numbers[:4]) if numbers else (-1,)
 
 
-def known_fingerprints(directory: Path = KNOWN_DIR) -> list[Fingerprint]:
-    """Every stored fingerprint, oldest vLLM first. A stored file that does
-    not read is a bug of policyspec: ValueError naming it."""
+def _stored(directory: Path | None) -> list[tuple[Path, str]]:
+    """Each stored file and the revision it must name: ``directory``'s
+    ``REV.json`` files, or by default every release folder's signature and
+    then ``KNOWN_DIR``'s (a revision with both is read from its folder)."""
+    if directory is not None:
+        return [(p, p.stem) for p in sorted(directory.glob("*.json"))]
+    from policyspec.vllm.releases import RELEASES
+
+    found = [(r.signature, r.revision) for r in RELEASES if r.signature is not None]
+    folders = {revision for _, revision in found}
+    return found + [(p, p.stem) for p in sorted(KNOWN_DIR.glob("*.json"))
+                    if p.stem not in folders]
+
+
+def known_fingerprints(directory: Path | None = None) -> list[Fingerprint]:
+    """Every stored fingerprint (``_stored``), oldest vLLM first. A stored
+    file that does not read is a bug of policyspec: ValueError naming it."""
     found: list[Fingerprint] = []
-    for path in sorted(directory.glob("*.json")):
+    for path, revision in _stored(directory):
         try:
             fingerprint = Fingerprint.from_json(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError) as exc:
             raise ValueError(f"{path}: {exc}") from None
-        if fingerprint.revision != path.stem:
-            raise ValueError(f"{path}: names revision {fingerprint.revision!r}, not {path.stem}")
+        if fingerprint.revision != revision:
+            raise ValueError(f"{path}: names revision {fingerprint.revision!r}, not {revision}")
         found.append(fingerprint)
     return sorted(found, key=lambda f: version_key(f.vllm))
 
 
-def record(fingerprint: Fingerprint, revision: str, directory: Path = KNOWN_DIR) -> Path:
-    """Store ``fingerprint`` as revision ``revision`` (``known/REV.json``,
-    written atomically) and return the path."""
+def record(fingerprint: Fingerprint, revision: str, directory: Path | None = None) -> Path:
+    """Store ``fingerprint`` as revision ``revision``, written atomically, and
+    return the path: ``directory/REV.json``, or by default the signature of
+    the release folder of that revision, or ``known/REV.json`` when no
+    folder has it yet."""
     from policyspec.reports.report import write_atomic
+    from policyspec.vllm.releases import find
 
     if not REVISION_NAME.fullmatch(revision):
         raise ValueError(f"--record {revision!r}: a revision is named R<number> (R11)")
-    path = directory / f"{revision}.json"
+    release = find(revision) if directory is None else None
+    if release is not None and release.folder is not None:
+        path = release.folder / "signature.json"
+    else:
+        directory = KNOWN_DIR if directory is None else directory
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{revision}.json"
     stored = replace(fingerprint, revision=revision)
     write_atomic(path, dumps(stored))
     return path

@@ -57,7 +57,8 @@ class Drift:
         near = self.nearest
         if near is None:
             return [f"policyspec drift: {self._what()}: policyspec has no recorded "
-                    "fingerprint to compare it with (policyspec/vllm/drift/known/ is empty)"]
+                    "fingerprint to compare it with (no release folder of "
+                    "policyspec/vllm/releases/ has a signature.json)"]
         recorded = "" if near.vllm == self.fingerprint.vllm else \
             f", recorded from vLLM {near.vllm}"
         if self.status == KNOWN:

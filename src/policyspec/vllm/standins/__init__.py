@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from policyspec.vllm.releases import RELEASES
 from policyspec.vllm.standins import intree, keys, policies
 from policyspec.vllm.standins.placeholders import (
     LoadRecord,
@@ -83,9 +84,10 @@ MODELED: dict[str, Callable[[], dict[str, Any]]] = {
     "vllm.v1.kv_offload.cpu.policies.base": _policy_module(
         "vllm.v1.kv_offload.cpu.policies.base", chunks=True
     ),
-    # The in-tree policies of 0.33.0 and 0.34.0, at the same paths in both.
-    "vllm.v1.kv_offload.cpu.policies.lru": _fixed({"LRUCachePolicy": intree.LRUCachePolicy}),
-    "vllm.v1.kv_offload.cpu.policies.arc": _fixed({"ARCCachePolicy": intree.ARCCachePolicy}),
+    # The in-tree policies each release folder names (0.33.0 and 0.34.0 have
+    # the same two at the same paths).
+    **{module: _fixed({name: getattr(intree, name)})
+       for release in RELEASES for module, name in release.intree},
 }
 """The modelled modules and their contents; every other ``vllm.*`` module is
 made of placeholders."""

@@ -15,16 +15,20 @@ from typing import Any
 from policyspec.reference.arc import ARCCachePolicy as _ReferenceARC
 from policyspec.reference.lru034 import LRU034CachePolicy
 from policyspec.reference.requests import RequestContextLike
+from policyspec.vllm.releases import RELEASES
 from policyspec.vllm.standins.policies import DEFAULT_MARK, CachePolicy
 
 __all__ = ["ARCCachePolicy", "LRUCachePolicy", "drive_as"]
 
 _REVISION = "_policyspec_revision"
+_UNTOUCHED = frozenset(r.revision for r in RELEASES if not r.manager_touches)
+"""The revisions whose base class's ``on_store_miss`` touches nothing."""
 
 
 def drive_as(policy: object, revision: str) -> None:
     """Tell a policy built on the stand-in LRU which release's base-class
-    defaults it runs under (R10: 0.34.0's, else 0.33.0's), for the calls of
+    defaults it runs under (R10 and every release without touch: 0.34.0's,
+    else 0.33.0's), for the calls of
     a driver that does not supply them; other policies are left alone."""
     if isinstance(policy, LRUCachePolicy):
         setattr(policy, _REVISION, revision)
@@ -46,7 +50,7 @@ class LRUCachePolicy(LRU034CachePolicy[Any, Any], CachePolicy):  # type: ignore[
         # policy's own and apply the default of the revision they drive. A
         # driver that calls it itself (the emulated manager) gets the default
         # of the revision the policy was built for (``drive_as``).
-        if getattr(self, _REVISION, None) == "R10":
+        if getattr(self, _REVISION, None) in _UNTOUCHED:
             return None
         CachePolicy.on_store_miss(self, keys, req_context)
 

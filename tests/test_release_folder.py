@@ -1,0 +1,273 @@
+"""Following a vLLM release is adding one folder (policyspec.vllm.releases):
+a made-up vLLM 0.35.0 whose revision R11 is R10 plus one hook,
+``on_request_preempted``, is added as a folder outside the package, put on
+the discovery path by ``POLICYSPEC_RELEASES``, and ``new``, ``check``,
+``drift``, ``simulate`` and ``record``'s manager follow it. What does not
+follow yet is asserted as such, so that the day it follows this test says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from drift_trees import write_tree
+
+from policyspec.vllm.releases import RELEASES, Release, discover
+
+HOOK = "on_request_preempted"
+
+RELEASE_PY = textwrap.dedent(f'''\
+    from policyspec.vllm.releases import Release
+
+    RELEASE = Release(
+        version="0.35.0",
+        revision="R11",
+        summary="made-up vLLM 0.35.0: + {HOOK}",
+        methods=(
+            ("get(key)", "core"),
+            ("insert(key, chunk, req_context)", "core"),
+            ("remove(key)", "core"),
+            ("evict(n, protected)", "core"),
+            ("clear()", "abstract"),
+            ("mark_evictable(key)", "hook"),
+            ("mark_non_evictable(key)", "hook"),
+            ("on_store_miss(keys, req_context)", "hook"),
+            ("on_request_access(keys, req_context)", "hook"),
+            ("on_request_finished(key_groups, insertion_only_keys, reused_keys, req_context)",
+             "abstract"),
+            ("{HOOK}(keys, req_context)", "hook"),
+        ),
+        evidence=("{HOOK}",),
+        manager_touches=False,
+        counts_once=True,
+    )
+    ''')
+
+
+def run(*args: str, cwd: Path, releases: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "policyspec", *args], cwd=cwd, capture_output=True, text=True,
+        timeout=600,
+        env={**os.environ, "POLICYSPEC_RELEASES": str(releases),
+             "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+
+def python(code: str, cwd: Path, releases: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, capture_output=True, text=True,
+        timeout=600,
+        env={**os.environ, "POLICYSPEC_RELEASES": str(releases),
+             "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def made_up(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of release folders holding ``v0_35/`` (its release.py;
+    its signature.json is recorded by the drift test)."""
+    root = tmp_path_factory.mktemp("releases")
+    (root / "v0_35").mkdir()
+    (root / "v0_35" / "release.py").write_text(RELEASE_PY)
+    return root
+
+
+def test_the_shipped_releases_are_the_package_folders() -> None:
+    assert [(r.version, r.revision) for r in RELEASES] == [("0.33.0", "R9"), ("0.34.0", "R10")]
+    assert [r.folder.name for r in RELEASES if r.folder] == ["v0_33", "v0_34"]
+    assert all(r.signature is not None for r in RELEASES)
+
+
+def test_discover_takes_more_directories_and_orders_by_version(made_up: Path) -> None:
+    found = discover([made_up])
+    assert [r.revision for r in found] == ["R9", "R10", "R11"]
+    assert found[-1].folder == made_up / "v0_35"
+    assert found[-1].evidence == (HOOK,)
+
+
+@pytest.mark.parametrize(("version", "revision"), [("0.34.5", "R12"), ("0.36.0", "R10")])
+def test_two_folders_of_one_series_or_revision_are_refused(
+    tmp_path: Path, version: str, revision: str
+) -> None:
+    (tmp_path / "v_dup").mkdir()
+    (tmp_path / "v_dup" / "release.py").write_text(
+        "from policyspec.vllm.releases import Release\n"
+        f"RELEASE = Release(version={version!r}, revision={revision!r})\n")
+    with pytest.raises(ValueError, match="v0_34"):
+        discover([tmp_path])
+
+
+def test_a_folder_without_a_release_is_refused_naming_its_file(tmp_path: Path) -> None:
+    (tmp_path / "v9").mkdir()
+    (tmp_path / "v9" / "release.py").write_text("RELEASE = None\n")
+    with pytest.raises(ValueError, match=r"v9/release\.py: defines no RELEASE"):
+        discover([tmp_path])
+    assert isinstance(RELEASES[0], Release)
+
+
+def test_detection_table_and_manager_follow_the_folder(made_up: Path, tmp_path: Path) -> None:
+    out = python(f'''
+        import json
+        from policyspec.adapters.revisions import detect
+        from policyspec.protocols import REVISIONS
+        from policyspec.vllm.manager import RELEASES, OffloadingManagerEmulation
+        from policyspec.workload.player import manager_release
+        from policyspec.workload.ports import NATIVE
+        from policyspec.vllm.standins.intree import LRUCachePolicy, drive_as
+        from policyspec.vllm.standins.keys import ReqContext
+        from policyspec.vllm.standins.policies import ChunkStatus
+
+        def evicted_after_store_miss(revision):
+            """The in-tree LRU's victim after a store miss of its oldest key:
+            the oldest again when the base class's default touches nothing."""
+            lru = LRUCachePolicy(4)
+            drive_as(lru, revision)
+            for i, key in enumerate((b"a", b"b")):
+                chunk = ChunkStatus(i)
+                chunk.ref_cnt = 0
+                lru.insert(key, chunk, ReqContext("r"))
+            lru.on_store_miss([b"a"], ReqContext("r"))
+            return lru.evict(1, set())[0][0].decode()
+
+        class Older:
+            def get(self, key): return None
+            def insert(self, key, chunk, req_context): return None
+            def remove(self, key): return None
+            def evict(self, n, protected): return []
+            def clear(self): return None
+
+        class Newer(Older):
+            def {HOOK}(self, keys, req_context): return None
+
+        found = detect(Newer)
+        manager = OffloadingManagerEmulation(Newer(), 4, release="0.35")
+        print(json.dumps({{
+            "api": found.api, "reason": found.reason, "hooks": found.hooks,
+            "older": detect(Older).api, "table": list(REVISIONS)[-3:],
+            "method": REVISIONS["R11"].method("{HOOK}").call(),
+            "kind": REVISIONS["R11"].method("{HOOK}").kind,
+            "managers": RELEASES, "touches": manager.touches,
+            "counts_once": manager.counts_once, "player": manager_release("R11"),
+            "native": "R11" in NATIVE,
+            "lru": [evicted_after_store_miss(r) for r in ("R9", "R10", "R11")],
+        }}))
+        ''', tmp_path, made_up)
+    seen = json.loads(out)
+    assert seen["api"] == "R11" and HOOK in seen["reason"], seen
+    assert HOOK in seen["hooks"]
+    assert seen["older"] == "R10"  # the same class without the hook
+    assert seen["table"] == ["R9", "R10", "R11"]
+    assert (seen["method"], seen["kind"]) == (f"{HOOK}(keys, req_context)", "hook")
+    assert seen["managers"] == ["0.33", "0.34", "0.35"]
+    assert (seen["touches"], seen["counts_once"]) == (False, True)
+    assert seen["player"] == "0.35.0" and seen["native"]
+    assert seen["lru"] == ["b", "a", "a"]  # R11's base, as R10's, does not touch
+
+
+@pytest.fixture(scope="module")
+def starter(made_up: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("starter")
+    done = run("new", "mine.py", "--api", "R11", cwd=work, releases=made_up)
+    assert done.returncode == 0, done.stderr
+    assert "API revision R11" in done.stdout and "vLLM 0.35.0" in done.stdout, done.stdout
+    return work / "mine.py"
+
+
+def test_new_writes_a_starter_with_the_new_hook(starter: Path) -> None:
+    source = starter.read_text()
+    assert f"def {HOOK}(self, keys: Iterable[Key], req_context: Any) -> None:" in source
+    assert "revision R11 (made-up vLLM 0.35.0" in source
+    # policyspec spells out no Protocol for R11: mypy checks against vLLM's class.
+    assert "CachePolicyR11" not in source
+
+
+def test_check_detects_and_passes_the_starter(starter: Path, made_up: Path) -> None:
+    done = run("check", f"{starter.name}:MinePolicy", "--budget", "3", "--jobs", "1",
+               cwd=starter.parent, releases=made_up)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    assert "API R11 (vLLM 0.35.0's manager and API)" in done.stdout
+    assert f"API revision R11 detected: it defines {HOOK}" in done.stdout
+    assert "played through vLLM 0.35's manager" in done.stdout
+
+
+def test_the_same_starter_without_the_folder_is_r10(starter: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "none"
+    empty.mkdir()
+    done = run("check", f"{starter.name}:MinePolicy", "--budget", "3", "--jobs", "1",
+               cwd=starter.parent, releases=empty)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "API R10 (vLLM 0.34.0's manager and API)" in done.stdout
+
+
+def test_drift_records_and_then_knows_the_signature(made_up: Path, tmp_path: Path) -> None:
+    tree = write_tree(tmp_path / "tree", "0.34", version="0.35.0",
+                      extra=f"def {HOOK}(self, keys, req_context):\n    return None\n")
+    unknown = run("drift", str(tree), cwd=tmp_path, releases=made_up)
+    assert unknown.returncode == 1
+    assert f"CachePolicy.{HOOK}(self, keys, req_context) is new" in unknown.stdout
+    signature = made_up / "v0_35" / "signature.json"
+    recorded = run("drift", str(tree), "--record", "R11", cwd=tmp_path, releases=made_up)
+    assert recorded.returncode == 0, recorded.stderr
+    assert str(signature) in recorded.stdout and signature.is_file()
+    known = run("drift", str(tree), cwd=tmp_path, releases=made_up)
+    assert known.returncode == 0, known.stdout
+    assert known.stdout.splitlines() == [
+        f"policyspec drift: vLLM 0.35.0 ({tree}) is API revision R11, which this "
+        "policyspec knows"]
+    # Every file the new release needed, measured: the folder's two files.
+    assert sorted(p.name for p in (made_up / "v0_35").iterdir()
+                  if p.name != "__pycache__") == ["release.py", "signature.json"]
+
+
+def test_simulate_plays_it_on_its_manager_with_the_newest_references(
+    starter: Path, made_up: Path
+) -> None:
+    report = starter.parent / "simulate.json"
+    done = run("simulate", f"{starter.name}:MinePolicy", "--requests", "40", "--capacity",
+               "32", "--jobs", "1", "-q", "--json-report", str(report),
+               cwd=starter.parent, releases=made_up)
+    assert done.returncode == 0, done.stderr[-3000:]
+    policies = {cell["policy"] for cell in json.loads(report.read_text())["cells"]}
+    assert policies == {"mine.py:MinePolicy", "reference LRU", "reference ARC"}
+    out = python('''
+        from policyspec.workload.simulate import references_for
+        print(references_for("R11") == references_for("R10") != references_for("R9"))
+        ''', starter.parent, made_up)
+    assert out.strip() == "True"
+
+
+def test_what_does_not_follow_yet_the_manager_never_calls_the_new_hook(
+    made_up: Path, tmp_path: Path
+) -> None:
+    """When vLLM's manager calls a new hook is behaviour, not data: the
+    emulation (vllm/manager.py) must learn it by hand. Until then the
+    emulated 0.35 manager drives an R11 policy exactly as 0.34's would, and
+    never calls the hook; this test fails the day it does."""
+    out = python(f'''
+        from policyspec.vllm.manager import OffloadingManagerEmulation
+        from policyspec.vllm.traffic import TrafficConfig, drive
+        from policyspec.reference import LRU034CachePolicy
+
+        class Counting(LRU034CachePolicy):
+            new = finished = 0
+            def {HOOK}(self, keys, req_context):
+                type(self).new += 1
+            def on_request_finished(self, *args):
+                type(self).finished += 1
+                super().on_request_finished(*args)
+
+        manager = OffloadingManagerEmulation(Counting(8), 8, release="0.35")
+        drive(manager, TrafficConfig(seed=1, requests=200, touch=0.0))
+        print(Counting.new, Counting.finished)
+        ''', tmp_path, made_up)
+    new, finished = map(int, out.split())
+    assert finished > 0  # the traffic ran through the hooks the manager knows
+    assert new == 0
