@@ -1,19 +1,9 @@
-"""The vLLM releases policyspec follows, one folder each, and which of them
-is installed here.
-
-Each release is a folder beside this module (``v0_33/``, ``v0_34/``) holding
-what is particular to it: ``release.py`` defines ``RELEASE``, a ``Release``
-record (its API revision's methods as data, its manager's behaviour
-switches, where its ``CachePolicy`` lives, its in-tree policies), and
-``signature.json`` is the fingerprint ``policyspec drift`` knows it by. The
-shared code reads these records, so following a release starts with adding
-a folder; ``POLICYSPEC_RELEASES`` names more directories to scan (each
-holding release folders), which is how a test adds a made-up release.
-
-A policy that fits two revisions (one written for vLLM 0.33 that still
-defines ``touch`` also fits 0.34) is driven as the installed vLLM's
-revision; ``installed_revision`` reads that from the package metadata,
-without importing vLLM or its dependencies.
+"""The vLLM releases policyspec follows, one folder each (``v0_33/``,
+``v0_34/``: a ``release.py`` defining ``RELEASE`` and the ``signature.json``
+drift knows it by), and which is installed here. Shared code reads these
+records, so following a release starts with adding a folder
+(spec/drift.md); ``POLICYSPEC_RELEASES`` names more directories to scan. A
+policy that fits two revisions is driven as the installed vLLM's.
 """
 
 from __future__ import annotations
