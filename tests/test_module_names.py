@@ -35,6 +35,12 @@ COMMAND_AND_ENGINE = {
 }
 
 
+# One record per vLLM release: vllm/releases/<folder>/release.py holds the same
+# kind of thing in every folder (a Release), found by scanning, never imported
+# by name.
+PER_RELEASE = {"release"}
+
+
 def module_names(package: Path) -> dict[str, list[str]]:
     """Each name under ``package`` and the places that bear it: modules as
     ``a/b.py`` and packages (folders holding Python) as ``a/b``."""
@@ -59,6 +65,9 @@ def allowed(name: str, where: list[str]) -> bool:
         return sorted(where) == [f"model/{name}.py", f"reference/{name}.py"]
     if name in COMMAND_AND_ENGINE:
         return sorted(where) == sorted([f"commands/{name}.py", COMMAND_AND_ENGINE[name]])
+    if name in PER_RELEASE:
+        return all(Path(w).parent.parent.as_posix() == "vllm/releases"
+                   and Path(w).name == f"{name}.py" for w in where)
     return False
 
 
