@@ -29,6 +29,7 @@ from policyspec.witness.explain import culprit
 from policyspec.witness.minimise import bounded_witness
 from policyspec.witness.render import describe, measurement_repro, repro
 from policyspec.witness.reproduce import fails_with, failure_of
+from policyspec.witness.shown import LIMIT_FACTOR, Shown, in_snippet, show, unshowable
 from policyspec.witness.shrink import shrink
 
 __all__ = ["MINIMISE_TRIES", "MIN_MINIMISE_UNITS", "SIZED_CULPRIT_MOST", "finish"]
@@ -45,11 +46,14 @@ def finish(
     tries: int,
     cap: float | None = None,
     minimise: bool = True,
+    budget: float | str = "quick",
 ) -> list[FailureReport]:
     """The failures of ``runs``, one per requirement, MUSTs first (module
     doc). ``tries``: the replays the minimising of all of them may make;
     ``cap``: the wall-time cap; ``minimise`` False (an interrupted run):
-    the findings as the engines left them."""
+    the findings as the engines left them; ``budget``: the run's, for a
+    snippet that re-runs an engine. Every failure's snippet is run once in
+    a fresh process before it is reported (``witness.shown``)."""
     registry = load_registry()
     found: dict[str, list[Finding]] = {}
     for run in runs:
@@ -85,23 +89,21 @@ def finish(
     marks = subject.has("mark")
     for rid, finding in best.items():
         known = registry.get(rid)
-        message, replays = _message_of(subject, profile, finding.capacity or capacity,
-                                       finding, rid, replay=minimise)
+        level = known.level if known else "MUST"
+        message, seen = _message_of(subject, profile, finding.capacity or capacity,
+                                    finding, rid, replay=minimise)
+        snippet = _snippet(subject, profile, finding, rid, message, seen,
+                           capacity=finding.capacity or capacity, seed=seed, budget=budget,
+                           marks=marks)
+        shown = _show(subject, snippet, rid, watchdog.limit)
         failures.append(
             FailureReport(
                 requirement=rid,
-                level=known.level if known else "MUST",
+                level=level,
                 title=known.title if known else rid,
                 message=message,
                 trace=[describe(a, marks) for a in finding.trace],
-                repro=repro(subject.name, finding.capacity or capacity, finding.trace,
-                            f"{rid}: {message}", marks,
-                            placeholders=subject.placeholders,
-                            judged=(profile.name, rid) if replays else None,
-                            api=subject.api if subject.fits else None, seed=seed)
-                if finding.trace else measurement_repro(
-                    subject.name, profile.name, finding.engine, rid,
-                    api=subject.api if subject.fits else None),
+                repro=snippet,
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
                                        finding.trace, rid, replay=minimise),
@@ -109,6 +111,8 @@ def finish(
                     finding.found_after_s, 3),
                 found_after_calls=finding.found_after_calls,
                 by_manager=by_manager(finding.trace),
+                repro_shown=None if shown is None else shown.shown,
+                repro_result="" if shown is None else shown.result,
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))
@@ -307,23 +311,67 @@ def _stale_request(
 
 
 def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Finding,
-                rid: str, *, replay: bool) -> tuple[str, bool]:
+                rid: str, *, replay: bool) -> tuple[str, str | None]:
     """The failure's message as a replay of its final trace words it, so that
     it names the trace's keys (a shrinker renumbers them after the message
-    was made), and True; the engine's own message and False when no replay
-    is wanted or the trace alone does not show it (a metamorphic witness
-    needs its relation's second run). A size engine's note of the sizes that
-    show it stays. Only a trace that shows it alone gets a snippet that
-    asserts the requirement (``assertions``)."""
-    if not replay or rid in _COSTLY:
-        return finding.message, False
+    was made), and the id that replay fails with (``rid`` itself, or the one
+    the fault shows as when ``rid`` was blamed for it: the operation behind
+    a wrong order, the hook or thread behind a core failure); the engine's
+    own message and None when no replay is wanted or the trace alone does
+    not show the fault (a metamorphic witness needs its relation's second
+    run). A size engine's note of the sizes that show it stays. Only a
+    trace that shows it alone gets a snippet that asserts it on a replay."""
+    if not replay or rid in _COSTLY or not finding.trace:
+        return finding.message, None
     replay_ = manager_failure if rid in MANAGER_IDS else failure_of
     again = replay_(subject, profile, capacity, finding.trace,
                     fatal=_family(profile, rid).__contains__)
     if again is None or again.requirement != rid:
-        return finding.message, False
+        # Blamed on another operation than the one that shows it: the
+        # replay shows it as the first failure it meets.
+        again = replay_(subject, profile, capacity, finding.trace)
+        if again is None:
+            return finding.message, None
+        # A blame's message quotes the replay's; an engine's message from
+        # before shrinking names keys the final trace may not hold.
+        text = finding.message if again.message in finding.message else again.message
+        return text, again.requirement
     _, sizes, tail = finding.message.rpartition(" (at fill ")
-    return again.message + (f" (at fill {tail}" if sizes else ""), True
+    return again.message + (f" (at fill {tail}" if sizes else ""), rid
+
+
+_RAISES = frozenset({"API-NO-RAISE", "API-RETURNS", "API-PROCESS-ALIVE", "HOOK-TOTAL",
+                     "TOUCH-TOTAL"})
+"""Ids of a call that raises, hangs or ends the process: the snippet's
+assertion comes before the calls written out, which would stop it first."""
+
+
+def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, message: str,
+             seen: str | None, *, capacity: int, seed: int, budget: float | str,
+             marks: bool) -> str:
+    """The failure's reproducing snippet (``witness.render``): the trace's
+    calls asserting ``rid`` on a replay where the trace shows it
+    (``seen``), else the engine run again asserting it does not report it."""
+    api = subject.api if subject.fits else None
+    if seen is not None:
+        return repro(subject.name, capacity, finding.trace, f"{rid}: {message}", marks,
+                     placeholders=subject.placeholders, judged=(profile.name, rid),
+                     api=api, seed=seed, revision=subject.api, seen=seen, message=message,
+                     first=rid in _RAISES or seen in _RAISES)
+    return measurement_repro(subject.name, profile.name, finding.engine, rid, api=api,
+                             revision=subject.api, seed=seed, budget=budget, message=message,
+                             placeholders=subject.placeholders)
+
+
+def _show(subject: Subject, snippet: str, rid: str, call_limit: float) -> Shown | None:
+    """``snippet`` run in a fresh process (``witness.shown``); None inside
+    such a process, which runs no snippets of its own."""
+    if in_snippet():
+        return None
+    why = unshowable(subject.in_child, subject.name)
+    if why is not None:
+        return Shown(False, why)
+    return show(snippet, rid, LIMIT_FACTOR * call_limit)
 
 
 def _family(profile: Profile, requirement: str) -> frozenset[str]:

@@ -28,6 +28,7 @@ __all__ = [
     "RequirementStatus",
     "dumps",
     "load_report",
+    "repro_line",
     "verdict_caveat",
     "write_atomic",
 ]
@@ -74,6 +75,25 @@ class FailureReport:
     by_manager: bool | None = None
     """Whether vLLM's manager itself could make the trace (else only another
     caller of the policy API could); None in reports older than the field."""
+    repro_shown: bool | None = None
+    """True: ``repro`` was run in a fresh Python process against the policy
+    before the report was written and failed with an AssertionError naming
+    the requirement; False: it could not be shown (``repro_result`` says
+    why); None: not run (reports older than the field)."""
+    repro_result: str = ""
+    """One sentence: how the fresh run of ``repro`` ended."""
+
+
+def repro_line(failure: FailureReport) -> str:
+    """The report's line on whether the snippet was shown to fail; a MUST
+    that could not be shown says so plainly (the spec has no exception)."""
+    if failure.repro_shown is None:
+        return "snippet: not run before this report was written"
+    if failure.repro_shown:
+        return f"snippet shown to fail: {failure.repro_result}"
+    must = (" (a MUST: this failure stands on the check's own replays, not on the "
+            "snippet)") if failure.level == "MUST" else ""
+    return f"snippet NOT shown to fail{must}: {failure.repro_result}"
 
 
 def _steps(count: int) -> str:
@@ -163,6 +183,8 @@ class Report:
                     "found_after_s": f.found_after_s,
                     "found_after_calls": f.found_after_calls,
                     "by_manager": f.by_manager,
+                    "repro_shown": f.repro_shown,
+                    "repro_result": f.repro_result,
                 }
                 for f in self.failures
             ],
@@ -196,7 +218,8 @@ class Report:
                     case, "failure", message=failure.message if failure else req.title
                 )
                 if failure:
-                    node.text = "\n".join(failure.trace) + "\n\n" + failure.repro
+                    node.text = ("\n".join(failure.trace) + "\n\n" + repro_line(failure)
+                                 + "\n\n" + failure.repro)
             elif req.status in (NA, NOT_TESTED, XFAIL):
                 ET.SubElement(case, "skipped", message=f"{req.status}: {req.reason}".strip())
         for error in self.errors:
@@ -244,7 +267,7 @@ class Report:
                 f"{_witness(failure)}):" if failure.trace else
                 f"  no trace: a measurement by the {failure.engine} engine",
                 *[f"    {line}" for line in numbered(failure.trace)],
-                "  reproduce:",
+                f"  reproduce ({repro_line(failure)}):",
                 *[f"    {line}" for line in failure.repro.rstrip().splitlines()],
             ]
         for error in self.errors:
@@ -300,6 +323,8 @@ def _from_json(data: Any, origin: str) -> Report:
                     found_after_s=f.get("found_after_s"),
                     found_after_calls=f.get("found_after_calls"),
                     by_manager=f.get("by_manager"),
+                    repro_shown=f.get("repro_shown"),
+                    repro_result=str(f.get("repro_result", "")),
                 )
                 for f in data["failures"]
             ],

@@ -1,0 +1,103 @@
+"""Running a failure's snippet before the report is written: a snippet that
+was never run is a promise, and one that exits 0 on the faulty policy
+would send its reader after a fault that is not there.
+
+``show`` runs the snippet in a fresh Python interpreter (``sys.executable``,
+the check's working directory and environment, so the policy file imports
+as the check imported it; the snippet installs the vLLM stand-ins itself
+when vLLM is absent) with a bounded time limit, and says whether it failed
+the way a reproducer must: a non-zero exit with an AssertionError that
+names the requirement. One process per reported failure.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+__all__ = ["CHILD_FLAG", "LIMIT_FACTOR", "MIN_LIMIT", "Shown", "in_snippet", "show", "unshowable"]
+
+CHILD_FLAG = "POLICYSPEC_SNIPPET_RUN"
+"""Set in the snippet's process: a check run there (a snippet that re-runs
+an engine) does not run snippets of its own."""
+LIMIT_FACTOR = 3.0
+"""The snippet's time limit in call time limits: it replays a short trace
+twice (written out, then judged), plus the interpreter's start."""
+MIN_LIMIT = 20.0
+"""Seconds at least: starting an interpreter that imports policyspec takes
+seconds on a loaded machine, which must not count against the policy."""
+
+
+@dataclass(frozen=True)
+class Shown:
+    shown: bool
+    result: str
+    """One sentence: how the run ended."""
+
+
+def unshowable(subject_in_child: bool, target: str) -> str | None:
+    """Why a snippet of this target cannot be run in a fresh process, or
+    None: a policy behind ``--exec`` or in a child process is no Python
+    class the snippet can import, nor is a class defined inside a function
+    or in a ``__main__`` script."""
+    if subject_in_child:
+        return ("the policy runs in another process (--exec or --isolate), which a Python "
+                "snippet cannot import")
+    module, _, name = target.rpartition(":")
+    if "<locals>" in name or module in ("__main__", "__mp_main__") or not module:
+        return (f"the target {target} is a class object a fresh process cannot import "
+                "(defined in a function or in a script run as __main__)")
+    return None
+
+
+def show(snippet: str, requirement: str, limit: float) -> Shown:
+    """Run ``snippet`` in a fresh interpreter for at most ``limit`` seconds
+    (at least ``MIN_LIMIT``) and judge how it ended (module doc)."""
+    limit = max(limit, MIN_LIMIT)
+    env = dict(os.environ)
+    env[CHILD_FLAG] = "1"
+    with tempfile.NamedTemporaryFile("w", suffix="_repro.py", delete=False,
+                                     encoding="utf-8") as handle:
+        handle.write(snippet)
+        path = handle.name
+    try:
+        done = subprocess.run(
+            [sys.executable, path], capture_output=True, text=True, timeout=limit,
+            env=env, cwd=os.getcwd(), stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired:
+        return Shown(False, f"it did not end within {limit:g} s in a fresh process (stopped)")
+    except OSError as exc:
+        return Shown(False, f"a fresh Python process could not be started: {exc}")
+    finally:
+        os.unlink(path)
+    last = _last_line(done.stderr)
+    if done.returncode == 0:
+        return Shown(False, "it exited 0 in a fresh process: the snippet passes on the "
+                            "faulty policy")
+    if last.startswith("AssertionError: ") and (
+            last[len("AssertionError: "):].startswith(f"{requirement}:")):
+        return Shown(True, f"exit {done.returncode} in a fresh process with {_cut(last)}")
+    if done.returncode < 0:
+        return Shown(False, f"the fresh process ended by signal {-done.returncode} "
+                            f"({_cut(last) or 'no message'})")
+    return Shown(False, f"it exited {done.returncode} in a fresh process with "
+                        f"{_cut(last) or 'no message'}, not an AssertionError naming "
+                        f"{requirement}")
+
+
+def _last_line(stderr: str) -> str:
+    """The exception line of a traceback (its last non-empty line)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else ""
+
+
+def _cut(text: str, most: int = 300) -> str:
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
+def in_snippet() -> bool:
+    """True in a process ``show`` started."""
+    return os.environ.get(CHILD_FLAG) == "1"
