@@ -429,6 +429,10 @@ class _Difference:
     trace: tuple[Action, ...]
     needs: int
     """How many steps of S the difference needs (the rest can go)."""
+    reference: tuple[Action, ...] | None = None
+    """The run the trace's last step is compared with, up to the step it
+    must agree with (S, or the relation's reference run); None for an added
+    call, whose expected result is fixed."""
 
 
 class _Judge:
@@ -462,6 +466,7 @@ class _Judge:
         if not base.legal:
             return None
         wanted = base.outputs
+        compared: list[tuple[Action, int | None]] = [(a, i) for i, a in enumerate(sequence)]
         if relation.reference is not None:
             reference = relation.reference(sequence, base.snapshots, ctx)
             ref = self._replay(reference)
@@ -469,6 +474,7 @@ class _Judge:
                 return None
             outputs = zip(reference, ref.outputs, strict=True)
             wanted = [o for s, o in outputs if s.origin is not None]
+            compared = [(s.action, s.origin) for s in reference]
         if steps is None:
             steps = relation.transform(sequence, base.snapshots, ctx)
         run = self._replay(steps, baseline=wanted)
@@ -490,6 +496,7 @@ class _Judge:
                 f"{_show(step.action, expected)}",
                 trace,
                 step.origin + 1,
+                _upto(compared, step.origin),
             )
         after = max((s.origin for s in steps[:last] if s.origin is not None), default=-1)
         return _Difference(
@@ -499,6 +506,17 @@ class _Judge:
             trace,
             after + 1,
         )
+
+
+def _upto(run: Sequence[tuple[Action, int | None]], origin: int) -> tuple[Action, ...]:
+    """The actions of a compared run up to its step that stands for step
+    ``origin`` of S."""
+    actions: list[Action] = []
+    for action, where in run:
+        actions.append(action)
+        if where == origin:
+            break
+    return tuple(actions)
 
 
 def _was(origin: int, index: int) -> str:
@@ -696,7 +714,8 @@ def _minimal(
         return None
     final = found[0]
     assert final is not None
-    return Finding(rid, final.message, final.trace, "metamorphic", shrunk=True)
+    return Finding(rid, final.message, final.trace, "metamorphic", shrunk=True,
+                   reference=final.reference)
 
 
 MINIMISE_TRIES = 1500

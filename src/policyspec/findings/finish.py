@@ -27,7 +27,7 @@ from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 from policyspec.witness.explain import culprit
 from policyspec.witness.minimise import bounded_witness
-from policyspec.witness.render import describe, measurement_repro, repro
+from policyspec.witness.render import comparison_repro, describe, measurement_repro, repro
 from policyspec.witness.reproduce import fails_with, failure_of
 from policyspec.witness.shown import LIMIT_FACTOR, Shown, in_snippet, show, unshowable
 from policyspec.witness.shrink import shrink
@@ -87,6 +87,8 @@ def finish(
             best[finding.requirement] = finding
     failures = []
     marks = subject.has("mark")
+    # A metamorphic finding's second run, for a trace minimising left alone.
+    references = {f.trace: f.reference for f in chosen if f.reference is not None}
     for rid, finding in best.items():
         known = registry.get(rid)
         level = known.level if known else "MUST"
@@ -94,7 +96,7 @@ def finish(
                                     finding, rid, replay=minimise)
         snippet = _snippet(subject, profile, finding, rid, message, seen,
                            capacity=finding.capacity or capacity, seed=seed, budget=budget,
-                           marks=marks)
+                           marks=marks, reference=references.get(finding.trace))
         shown = _show(subject, snippet, rid, watchdog.limit)
         failures.append(
             FailureReport(
@@ -348,11 +350,16 @@ assertion comes before the calls written out, which would stop it first."""
 
 def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, message: str,
              seen: str | None, *, capacity: int, seed: int, budget: float | str,
-             marks: bool) -> str:
+             marks: bool, reference: tuple[Action, ...] | None = None) -> str:
     """The failure's reproducing snippet (``witness.render``): the trace's
     calls asserting ``rid`` on a replay where the trace shows it
-    (``seen``), else the engine run again asserting it does not report it."""
+    (``seen``); a metamorphic relation's two runs compared (``reference``);
+    else the engine run again asserting it does not report it."""
     api = subject.api if subject.fits else None
+    if seen is None and reference is not None and subject.api not in ("R6", "R6-draft"):
+        return comparison_repro(subject.name, capacity, finding.trace, reference, rid, message,
+                                marks, placeholders=subject.placeholders, api=api, seed=seed,
+                                revision=subject.api)
     if seen is not None:
         return repro(subject.name, capacity, finding.trace, f"{rid}: {message}", marks,
                      placeholders=subject.placeholders, judged=(profile.name, rid),

@@ -17,7 +17,14 @@ from policyspec.harness.shapes import keys_shape, set_shape
 from policyspec.model.actions import REQUEST_ACTIONS, Action, expand
 from policyspec.model.state import State
 
-__all__ = ["clock_step", "describe", "measurement_repro", "repro", "trace_literal"]
+__all__ = [
+    "clock_step",
+    "comparison_repro",
+    "describe",
+    "measurement_repro",
+    "repro",
+    "trace_literal",
+]
 
 
 def describe(action: Action, marks: bool = True) -> str:
@@ -260,6 +267,57 @@ def repro(
     return "\n".join(lines) + "\n"
 
 
+def comparison_repro(
+    target: str, capacity: int, trace: Sequence[Action], reference: Sequence[Action],
+    requirement: str, message: str, marks: bool = True, *, placeholders: Sequence[str] = (),
+    api: str | None = None, seed: int = 0, revision: str = "R3",
+) -> str:
+    """A standalone Python snippet of a metamorphic finding: two runs on
+    fresh policies, ``trace`` and the run it is compared with
+    (``reference``), each written out as the calls vLLM's manager would
+    make (as ``repro``), and the assertion that their last steps agree, as
+    the requirement says they must (an evict's victims, a get's presence)."""
+    revision = api if api is not None else revision
+    lines = [
+        *_load_lines(target, placeholders, revision),
+        "from policyspec.environment import policy_environment",
+        "",
+        "blocks = {}",
+    ]
+    if revision in _INSERT_CONTEXT or revision in _TOUCH_CONTEXT:
+        lines += [
+            "# The context of a store or touch outside the trace's requests.",
+            f"store = ReqContext({SNIPPET_CONTEXT!r})",
+        ]
+    for name, actions, what in (("changed", trace, "The trace: the run with the change."),
+                                ("reference", reference, "The run it is compared with.")):
+        lines += ["", "", f"def {name}():", f"    # {what}", "    blocks.clear()",
+                  f"    with policy_environment(seed={seed}) as clock:",
+                  *(f"        {line}" for line in _calls(capacity, actions, marks, revision)),
+                  "    return result"]
+    last = trace[-1][0]
+    if last == "get":
+        outcome = ["def outcome(result):", "    # What the runs must agree on: presence.",
+                   "    return result is not None"]
+    else:
+        named = max((k for a in (*trace, *reference) for k in _keys_of(a)), default=0) + 1
+        outcome = ["# The trace's numbers of the keys, to show the victims as the trace does.",
+                   f"NUMBERS = {{key(k): k for k in range({named})}}", "", "",
+                   "def outcome(result):",
+                   "    # What the runs must agree on: the victims' keys (None: refused).",
+                   "    if result is None:",
+                   "        return None",
+                   "    return [NUMBERS.get(pair[0], pair[0]) for pair in result]"]
+    lines += [
+        "", "", *outcome, "", "",
+        f"# {requirement}: {message}",
+        "got, wanted = outcome(changed()), outcome(reference())",
+        f"assert got == wanted, ({requirement + ': ' + message!r}",
+        "                        + f' (this run: {got} against {wanted})')",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 MIN_LOOP = 4
 """Fewer repeats than this are written out call by call."""
 _ONE_KEY = frozenset({"insert", "finish_store", "remove", "start_read", "end_read", "get"})
@@ -281,6 +339,18 @@ def trace_literal(trace: Sequence[Action]) -> str:
         parts.append(f"*[{block[0]} {loop}]" if period == 1
                      else f"*[a {loop} for a in ({', '.join(block)})]")
     return "[" + ", ".join(parts) + "]"
+
+
+def _keys_of(action: Action) -> tuple[int, ...]:
+    """Every key an action names."""
+    op = action[0]
+    if op in _ONE_KEY:
+        return (int(action[1]),)
+    if op == "touch":
+        return tuple(action[1])
+    if op == "evict":
+        return tuple(action[2])
+    return ()
 
 
 def _with_k(action: Action) -> str:
@@ -427,7 +497,8 @@ def _calls(capacity: int, trace: Sequence[Action], marks: bool,
             elif op == "clock":
                 lines.append(f"clock.step({call[1]})  # {clock_step(call[1])}")
             else:
-                lines.append(f"policy.{op}(key({call[1]}))")
+                prefix = "result = " if op == "get" and index == last else ""
+                lines.append(f"{prefix}policy.{op}(key({call[1]}))")
                 if op == "remove":
                     refs.pop(call[1], None)
         pieces.append(_Piece(lines, _key_of(action), first_id))
