@@ -29,7 +29,14 @@ from policyspec.witness.explain import culprit
 from policyspec.witness.minimise import bounded_witness
 from policyspec.witness.render import comparison_repro, describe, measurement_repro, repro
 from policyspec.witness.reproduce import fails_with, failure_of
-from policyspec.witness.shown import LIMIT_FACTOR, Shown, in_snippet, show, unshowable
+from policyspec.witness.shown import (
+    LIMIT_FACTOR,
+    Shown,
+    in_snippet,
+    show,
+    snippet_target,
+    unshowable,
+)
 from policyspec.witness.shrink import shrink
 
 __all__ = ["MINIMISE_TRIES", "MIN_MINIMISE_UNITS", "SIZED_CULPRIT_MOST", "finish"]
@@ -356,16 +363,17 @@ def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, mes
     (``seen``); a metamorphic relation's two runs compared (``reference``);
     else the engine run again asserting it does not report it."""
     api = subject.api if subject.fits else None
+    target = snippet_target(subject.name) or subject.name
     if seen is None and reference is not None and subject.api not in ("R6", "R6-draft"):
-        return comparison_repro(subject.name, capacity, finding.trace, reference, rid, message,
+        return comparison_repro(target, capacity, finding.trace, reference, rid, message,
                                 marks, placeholders=subject.placeholders, api=api, seed=seed,
                                 revision=subject.api)
     if seen is not None:
-        return repro(subject.name, capacity, finding.trace, f"{rid}: {message}", marks,
+        return repro(target, capacity, finding.trace, f"{rid}: {message}", marks,
                      placeholders=subject.placeholders, judged=(profile.name, rid),
                      api=api, seed=seed, revision=subject.api, seen=seen, message=message,
                      first=rid in _RAISES or seen in _RAISES)
-    return measurement_repro(subject.name, profile.name, finding.engine, rid, api=api,
+    return measurement_repro(target, profile.name, finding.engine, rid, api=api,
                              revision=subject.api, seed=seed, budget=budget, message=message,
                              placeholders=subject.placeholders)
 

@@ -12,13 +12,23 @@ names the requirement. One process per reported failure.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 
-__all__ = ["CHILD_FLAG", "LIMIT_FACTOR", "MIN_LIMIT", "Shown", "in_snippet", "show", "unshowable"]
+__all__ = [
+    "CHILD_FLAG",
+    "LIMIT_FACTOR",
+    "MIN_LIMIT",
+    "Shown",
+    "in_snippet",
+    "show",
+    "snippet_target",
+    "unshowable",
+]
 
 CHILD_FLAG = "POLICYSPEC_SNIPPET_RUN"
 """Set in the snippet's process: a check run there (a snippet that re-runs
@@ -38,18 +48,44 @@ class Shown:
     """One sentence: how the run ended."""
 
 
+def snippet_target(target: str) -> str | None:
+    """The target a fresh process imports the policy's class by: ``target``
+    itself when it is a file path or a module that process can find, the
+    module's file (``path.py:Class``) for a class given as an object whose
+    module was loaded from a file under a name no import finds (a test's
+    own loader), None when there is no way (a class defined inside a
+    function, or in a script run as ``__main__``)."""
+    module, _, name = target.rpartition(":")
+    if not module or not name or "<locals>" in name:
+        return None
+    if module.endswith(".py") or "/" in module or os.sep in module:
+        return target
+    if module in ("__main__", "__mp_main__"):
+        return None
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:
+        return target
+    loaded = sys.modules.get(module)
+    where = getattr(loaded, "__file__", None)
+    if isinstance(where, str) and where.endswith(".py") and os.path.isfile(where):
+        return f"{where}:{name}"
+    return None
+
+
 def unshowable(subject_in_child: bool, target: str) -> str | None:
     """Why a snippet of this target cannot be run in a fresh process, or
     None: a policy behind ``--exec`` or in a child process is no Python
-    class the snippet can import, nor is a class defined inside a function
-    or in a ``__main__`` script."""
+    class the snippet can import, nor is a class ``snippet_target`` finds
+    no import for."""
     if subject_in_child:
         return ("the policy runs in another process (--exec or --isolate), which a Python "
                 "snippet cannot import")
-    module, _, name = target.rpartition(":")
-    if "<locals>" in name or module in ("__main__", "__mp_main__") or not module:
+    if snippet_target(target) is None:
         return (f"the target {target} is a class object a fresh process cannot import "
-                "(defined in a function or in a script run as __main__)")
+                "(defined in a function, in a script run as __main__, or loaded from no file)")
     return None
 
 
