@@ -31,6 +31,7 @@ from policyspec.witness.render import comparison_repro, describe, measurement_re
 from policyspec.witness.reproduce import fails_with, failure_of
 from policyspec.witness.shown import (
     LIMIT_FACTOR,
+    MIN_LIMIT,
     Shown,
     in_snippet,
     show,
@@ -386,7 +387,7 @@ def _show(subject: Subject, snippet: str, rid: str, call_limit: float) -> Shown 
     why = unshowable(subject.in_child, subject.name)
     if why is not None:
         return Shown(False, why)
-    return show(snippet, rid, LIMIT_FACTOR * call_limit)
+    return show(snippet, rid, max(MIN_LIMIT, LIMIT_FACTOR * call_limit))
 
 
 def _family(profile: Profile, requirement: str) -> frozenset[str]:
