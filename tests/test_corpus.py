@@ -247,6 +247,12 @@ def test_faulty_policy_is_caught_under_its_requirement(header: Header) -> None:
         f"{header.path.name}: the planted fault breaks {header.requirement}, but the suite "
         f"reported:\n{shown(report)}"
     )
+    # Every failure's snippet was run in a fresh process before the report
+    # was written, and failed naming its requirement (spec/check.md, "The
+    # snippet"); the check pays for that run, this only reads its outcome.
+    unshown = [f"{f.requirement}: {f.repro_result}\n{f.repro}" for f in report.failures
+               if not f.repro_shown]
+    assert not unshown, f"{header.path.name}: snippets not shown to fail:\n" + "\n".join(unshown)
     musts = {rid for rid, f in found.items() if f.level == "MUST"}
     if level == "MUST":
         assert report.verdict == "fail"

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = [
     "CHILD_FLAG",
@@ -62,17 +63,34 @@ def snippet_target(target: str) -> str | None:
         return target
     if module in ("__main__", "__mp_main__"):
         return None
+    loaded = sys.modules.get(module)
+    where = getattr(loaded, "__file__", None)
+    source = where if isinstance(where, str) and where.endswith(".py") else None
+    if source is not None and _beside_cwd(source) and not _at_dotted_place(source, module):
+        # Under the working directory but imported under another name (a
+        # test runner's own path entries), which a fresh process lacks.
+        return f"{source}:{name}"
     try:
         found = importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         found = False
     if found:
         return target
-    loaded = sys.modules.get(module)
-    where = getattr(loaded, "__file__", None)
-    if isinstance(where, str) and where.endswith(".py") and os.path.isfile(where):
-        return f"{where}:{name}"
+    if source is not None and os.path.isfile(source):
+        return f"{source}:{name}"
     return None
+
+
+def _beside_cwd(path: str) -> bool:
+    return Path(path).resolve().is_relative_to(Path.cwd().resolve())
+
+
+def _at_dotted_place(path: str, module: str) -> bool:
+    """True when importing ``module`` from the working directory finds
+    ``path`` (as ``policyspec check`` does for a dotted target)."""
+    base = Path.cwd().joinpath(*module.split("."))
+    resolved = Path(path).resolve()
+    return resolved in (base.with_suffix(".py").resolve(), (base / "__init__.py").resolve())
 
 
 def unshowable(subject_in_child: bool, target: str) -> str | None:
