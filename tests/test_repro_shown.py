@@ -47,9 +47,10 @@ SEED = 20240611
 TARGET = re.compile(r"policy_class\('([^']*)'")
 
 
-def _check(target: str, profile: str, engines: tuple[str, ...], budget: float = 3.0) -> Report:
-    return check_target(target, profile, CheckOptions(budget=budget, jobs=1, engines=engines,
-                                                      seed=SEED))
+def _check(target: str, profile: str, engines: tuple[str, ...], budget: float = 3.0,
+           call_timeout: float = 10.0) -> Report:
+    return check_target(target, profile, CheckOptions(
+        budget=budget, jobs=1, engines=engines, seed=SEED, call_timeout=call_timeout))
 
 
 def _failure(report: Report, requirement: str) -> FailureReport:
@@ -156,6 +157,18 @@ def test_the_snippet_fails_on_the_faulty_policy_and_passes_on_a_correct_one(
     assert "snippet shown to fail: exit " in report.to_text()
     _inserts_as_the_manager_does(failure.repro, report.api)
     _fails_then_passes(failure, path, "Policy", fixed, tmp_path)
+
+
+def test_a_call_that_never_returns_is_shown_with_the_check_s_call_time_limit(
+        tmp_path: Path) -> None:
+    path = ROOT / "tests" / "hostile" / "hang_in_evict.py"
+    report = _check(f"{path}:Policy", "core", ("fast",), call_timeout=1.0)
+    failure = _failure(report, "API-RETURNS")
+    assert "call_timeout=1.0" in failure.repro
+    # The assertion comes first: the calls written out after it would hang.
+    assert failure.repro.index("assert_requirement_holds(") < failure.repro.index(
+        "policy = Policy(")
+    _fails_then_passes(failure, path, "Policy", "policyspec.reference:LRUCachePolicy", tmp_path)
 
 
 def _inserts_as_the_manager_does(snippet: str, api: str) -> None:

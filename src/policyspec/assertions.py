@@ -95,7 +95,7 @@ def _subject(policy: type | Subject, api: str | None,
 def assert_requirement_holds(
     policy: type | Subject, profile: str, capacity: int, trace: Sequence[Action],
     requirement: str, *, seen: str | None = None, api: str | None = None,
-    message: str = "",
+    message: str = "", call_timeout: float | None = None,
 ) -> None:
     """AssertionError ``"ID: message"`` when replaying ``trace`` on a fresh
     policy (of the class ``policy``, driven as revision ``api``; or of a
@@ -103,12 +103,25 @@ def assert_requirement_holds(
     policy meets it there. ``seen``: the id the replay itself shows the
     fault as, when the check blamed another for it (the operation behind a
     wrong order, the hook or thread behind a core failure). ``message``:
-    what the check reported, quoted beside what the replay saw now."""
+    what the check reported, quoted beside what the replay saw now.
+    ``call_timeout``: the seconds a call may take (default: the check's
+    default), unless a caller's limit is active."""
+    from contextlib import AbstractContextManager, nullcontext
+
+    from policyspec.harness.watchdog import Watchdog, current
+    from policyspec.options import DEFAULT_CALL_TIMEOUT
+
     chosen = get_profile(profile)
     ids = family(chosen, requirement) | (family(chosen, seen) if seen else frozenset())
     replay = manager_failure if ids & MANAGER_IDS else failure_of
-    failure = replay(_subject(policy, api), chosen, capacity, tuple(trace),
-                     fatal=ids.__contains__)
+    # A call that never returns is API-RETURNS, as in the check: each call
+    # gets the default call time limit, unless a caller's limit is active.
+    limit: AbstractContextManager[object] = (
+        Watchdog(call_timeout or DEFAULT_CALL_TIMEOUT) if current.limit == 0
+        else nullcontext())
+    with limit:
+        failure = replay(_subject(policy, api), chosen, capacity, tuple(trace),
+                         fatal=ids.__contains__)
     if failure is not None and failure.requirement in ids:
         shown = message or failure.message
         also = ""

@@ -104,7 +104,8 @@ def finish(
                                     finding, rid, replay=minimise)
         snippet = _snippet(subject, profile, finding, rid, message, seen,
                            capacity=finding.capacity or capacity, seed=seed, budget=budget,
-                           marks=marks, reference=references.get(finding.trace))
+                           marks=marks, reference=references.get(finding.trace),
+                           call_limit=watchdog.limit or None)
         shown = _show(subject, snippet, rid, watchdog.limit)
         failures.append(
             FailureReport(
@@ -330,9 +331,11 @@ def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Find
     own message and None when no replay is wanted or the trace alone does
     not show the fault (a metamorphic witness needs its relation's second
     run). A size engine's note of the sizes that show it stays. Only a
-    trace that shows it alone gets a snippet that asserts it on a replay."""
-    if not replay or rid in _COSTLY or not finding.trace:
-        return finding.message, None
+    trace that shows it alone gets a snippet that asserts it on a replay.
+    (A hang costs this replay one call time limit: its message too must
+    name the final trace's keys.)"""
+    if not replay or not finding.trace or (rid == "API-PROCESS-ALIVE"):
+        return finding.message, None  # (a process that ends is not replayed here)
     replay_ = manager_failure if rid in MANAGER_IDS else failure_of
     again = replay_(subject, profile, capacity, finding.trace,
                     fatal=_family(profile, rid).__contains__)
@@ -358,7 +361,8 @@ assertion comes before the calls written out, which would stop it first."""
 
 def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, message: str,
              seen: str | None, *, capacity: int, seed: int, budget: float | str,
-             marks: bool, reference: tuple[Action, ...] | None = None) -> str:
+             marks: bool, reference: tuple[Action, ...] | None = None,
+             call_limit: float | None = None) -> str:
     """The failure's reproducing snippet (``witness.render``): the trace's
     calls asserting ``rid`` on a replay where the trace shows it
     (``seen``); a metamorphic relation's two runs compared (``reference``);
@@ -369,11 +373,14 @@ def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, mes
         return comparison_repro(target, capacity, finding.trace, reference, rid, message,
                                 marks, placeholders=subject.placeholders, api=api, seed=seed,
                                 revision=subject.api)
+    if seen is None and rid in _COSTLY and finding.trace:
+        seen = rid  # (not confirmed by a replay here: each costs the call time limit)
     if seen is not None:
         return repro(target, capacity, finding.trace, f"{rid}: {message}", marks,
                      placeholders=subject.placeholders, judged=(profile.name, rid),
                      api=api, seed=seed, revision=subject.api, seen=seen, message=message,
-                     first=rid in _RAISES or seen in _RAISES)
+                     first=rid in _RAISES or seen in _RAISES,
+                     call_timeout=call_limit if rid in _COSTLY or seen in _COSTLY else None)
     return measurement_repro(target, profile.name, finding.engine, rid, api=api,
                              revision=subject.api, seed=seed, budget=budget, message=message,
                              placeholders=subject.placeholders)

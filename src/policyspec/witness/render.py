@@ -160,6 +160,7 @@ def repro(
     *, placeholders: Sequence[str] = (), judged: tuple[str, str] | None = None,
     api: str | None = None, seed: int | None = None, revision: str = "R3",
     seen: str | None = None, message: str = "", first: bool = False,
+    call_timeout: float | None = None,
 ) -> str:
     """A standalone Python snippet replaying ``trace`` on ``target``'s class
     with the calls and ref_cnt writes vLLM's manager would make, in the
@@ -177,7 +178,8 @@ def repro(
     With ``seed`` (a check's ``--seed``), the calls run inside
     ``policy_environment(seed)``: the policy reads the clock and draws the
     random numbers it did in the check (policyspec.environment), and the
-    trace's clock steps step it."""
+    trace's clock steps step it. ``call_timeout``: the seconds the
+    assertion's replay gives each call (a fault that hangs)."""
     revision = api if api is not None else revision
     adapted = revision in _ADAPTED
     if adapted:
@@ -232,6 +234,7 @@ def repro(
     if judged is not None:
         profile, requirement = judged
         also = f", seen={seen!r}" if seen is not None and seen != requirement else ""
+        limit = "" if call_timeout is None else f", call_timeout={call_timeout!r}"
         assertion = [
             "",
             f"# {requirement} must hold on these calls: replayed on a fresh {'policy'} in "
@@ -243,7 +246,7 @@ def repro(
             f"TRACE = {trace_literal(trace)}",
             f"assert_requirement_holds(Policy, {profile!r}, {capacity}, TRACE, "
             f"{requirement!r}{also}, api={revision!r},",
-            f"                         message={message!r})",
+            f"                         message={message!r}{limit})",
         ]
         if seed is not None:  # the replay's policy gets the check's clock and randomness
             assertion[-2:] = [f"with policy_environment(seed={seed}):",
