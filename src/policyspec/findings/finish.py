@@ -368,7 +368,7 @@ def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, mes
     (``seen``); a metamorphic relation's two runs compared (``reference``);
     else the engine run again asserting it does not report it."""
     api = subject.api if subject.fits else None
-    target = snippet_target(subject.name) or subject.name
+    target = snippet_target(subject.name, subject.source) or subject.name
     if seen is None and reference is not None and subject.api not in ("R6", "R6-draft"):
         return comparison_repro(target, capacity, finding.trace, reference, rid, message,
                                 marks, placeholders=subject.placeholders, api=api, seed=seed,
@@ -391,7 +391,7 @@ def _show(subject: Subject, snippet: str, rid: str, call_limit: float) -> Shown 
     such a process, which runs no snippets of its own."""
     if in_snippet():
         return None
-    why = unshowable(subject.in_child, subject.name)
+    why = unshowable(subject.in_child, subject.name, subject.source)
     if why is not None:
         return Shown(False, why)
     return show(snippet, rid, max(MIN_LIMIT, LIMIT_FACTOR * call_limit))

@@ -49,13 +49,14 @@ class Shown:
     """One sentence: how the run ended."""
 
 
-def snippet_target(target: str) -> str | None:
+def snippet_target(target: str, source: str | None = None) -> str | None:
     """The target a fresh process imports the policy's class by: ``target``
     itself when it is a file path or a module that process can find, the
     module's file (``path.py:Class``) for a class given as an object whose
     module was loaded from a file under a name no import finds (a test's
-    own loader), None when there is no way (a class defined inside a
-    function, or in a script run as ``__main__``)."""
+    own loader; ``source``: the file that defines the class, when known),
+    None when there is no way (a class defined inside a function, or in a
+    script run as ``__main__``)."""
     module, _, name = target.rpartition(":")
     if not module or not name or "<locals>" in name:
         return None
@@ -64,7 +65,7 @@ def snippet_target(target: str) -> str | None:
     if module in ("__main__", "__mp_main__"):
         return None
     loaded = sys.modules.get(module)
-    where = getattr(loaded, "__file__", None)
+    where = getattr(loaded, "__file__", None) or source
     source = where if isinstance(where, str) and where.endswith(".py") else None
     if source is not None and _beside_cwd(source) and not _at_dotted_place(source, module):
         # Under the working directory but imported under another name (a
@@ -93,7 +94,7 @@ def _at_dotted_place(path: str, module: str) -> bool:
     return resolved in (base.with_suffix(".py").resolve(), (base / "__init__.py").resolve())
 
 
-def unshowable(subject_in_child: bool, target: str) -> str | None:
+def unshowable(subject_in_child: bool, target: str, source: str | None = None) -> str | None:
     """Why a snippet of this target cannot be run in a fresh process, or
     None: a policy behind ``--exec`` or in a child process is no Python
     class the snippet can import, nor is a class ``snippet_target`` finds
@@ -101,7 +102,7 @@ def unshowable(subject_in_child: bool, target: str) -> str | None:
     if subject_in_child:
         return ("the policy runs in another process (--exec or --isolate), which a Python "
                 "snippet cannot import")
-    if snippet_target(target) is None:
+    if snippet_target(target, source) is None:
         return (f"the target {target} is a class object a fresh process cannot import "
                 "(defined in a function, in a script run as __main__, or loaded from no file)")
     return None
