@@ -16,6 +16,7 @@ against a fixed one.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from policyspec.findings.manager_replay import MANAGER_IDS, manager_failure
@@ -29,6 +30,7 @@ __all__ = [
     "assert_requirement_holds",
     "family",
     "policy_class",
+    "release_stand_ins",
     "vllm_types",
 ]
 
@@ -54,11 +56,23 @@ def policy_class(target: str, placeholders: Sequence[str] = ()) -> type:
 
     guard = standins.installed(placeholders)
     record = guard.__enter__()  # left installed on purpose (docstring)
+    _LEFT.append(guard)
     parsed = parse_target(target)
     cls = resolve_class(import_target(parsed), parsed)
     if record is not None:
         record.arm()
     return cls
+
+
+_LEFT: list[AbstractContextManager[object]] = []
+"""The stand-in installations ``policy_class`` left in place."""
+
+
+def release_stand_ins() -> None:
+    """Remove the stand-ins ``policy_class`` left installed: for a process
+    that runs snippets in itself (a test suite) and goes on to other work."""
+    while _LEFT:
+        _LEFT.pop().__exit__(None, None, None)
 
 
 def vllm_types(
@@ -106,7 +120,7 @@ def assert_requirement_holds(
     what the check reported, quoted beside what the replay saw now.
     ``call_timeout``: the seconds a call may take (default: the check's
     default), unless a caller's limit is active."""
-    from contextlib import AbstractContextManager, nullcontext
+    from contextlib import nullcontext
 
     from policyspec.harness.watchdog import Watchdog, current
     from policyspec.options import DEFAULT_CALL_TIMEOUT
