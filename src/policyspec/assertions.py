@@ -15,6 +15,7 @@ against a fixed one.
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -56,6 +57,8 @@ def policy_class(target: str, placeholders: Sequence[str] = ()) -> type:
 
     guard = standins.installed(placeholders)
     record = guard.__enter__()  # left installed on purpose (docstring)
+    if not _LEFT:  # undone before the interpreter tears its modules down
+        atexit.register(release_stand_ins)
     _LEFT.append(guard)
     parsed = parse_target(target)
     cls = resolve_class(import_target(parsed), parsed)
