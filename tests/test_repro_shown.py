@@ -216,6 +216,11 @@ def test_a_snippet_that_passes_or_hangs_or_raises_otherwise_is_not_shown() -> No
     named = show("raise AssertionError('EVICT-ZERO: evict(0) returned None')\n",
                  "EVICT-ZERO", 60)
     assert named.shown and "AssertionError: EVICT-ZERO: evict(0)" in named.result
+    # An error printed while the interpreter ends does not hide the assertion.
+    late = show("import sys\n\nclass Late:\n    def __del__(self):\n"
+                "        sys.stderr.write('Exception ignored in: x\\nKeyError: 1\\n')\n\n\n"
+                "kept = Late()\nraise AssertionError('EVICT-ZERO: no')\n", "EVICT-ZERO", 60)
+    assert late.shown, late.result
 
 
 def test_every_report_format_says_whether_the_snippet_was_shown_to_fail(

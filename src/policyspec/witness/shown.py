@@ -143,9 +143,14 @@ def show(snippet: str, requirement: str, limit: float) -> Shown:
 
 
 def _last_line(stderr: str) -> str:
-    """The exception line of a traceback (its last non-empty line)."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else ""
+    """The exception line of the snippet's traceback: its last
+    ``AssertionError`` line (a policy's ``__del__`` may print errors after
+    it while the interpreter ends), else the last non-empty line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    asserted = [line for line in lines if line.startswith("AssertionError: ")]
+    if asserted:
+        return asserted[-1]
+    return lines[-1] if lines else ""
 
 
 def _cut(text: str, most: int = 300) -> str:
