@@ -124,6 +124,8 @@ def _load_lines(target: str, placeholders: Sequence[str], revision: str) -> list
     return [
         "from policyspec.assertions import policy_class, vllm_types",
         "",
+        "# Run with PYTHONHASHSEED=0 (as policyspec check runs): sets of keys then iterate",
+        "# in the check's order.",
         "# The policy's class as the check imported it; with your own class, import it here.",
         f"Policy = policy_class({target!r}{kept})",
         "# vLLM's BlockStatus / ChunkStatus, ReqContext and OffloadKey (policyspec's stand-ins",

@@ -20,10 +20,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from policyspec import hash_order
+
 __all__ = [
     "CHILD_FLAG",
     "LIMIT_FACTOR",
     "MIN_LIMIT",
+    "RANDOM_HASH",
     "Shown",
     "in_snippet",
     "show",
@@ -40,6 +43,14 @@ twice (written out, then judged), plus the interpreter's start."""
 MIN_LIMIT = 20.0
 """Seconds a check gives a snippet at least: starting an interpreter that imports policyspec takes
 seconds on a loaded machine, which must not count against the policy."""
+
+
+RANDOM_HASH = (
+    " (the check ran with Python's hash randomisation on, the snippet under "
+    f"{hash_order.ENV}={hash_order.HASH_SEED}: a policy that acts on the iteration order of a "
+    "set of keys can differ between the two; the policyspec command runs under that seed)")
+"""Said of a snippet that passed when the check's own process hashed at
+random (the pytest plugin, library use)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,9 @@ def show(snippet: str, requirement: str, limit: float) -> Shown:
     and judge how it ended (module doc)."""
     env = dict(os.environ)
     env[CHILD_FLAG] = "1"
+    # Sets of keys iterate in hash order: the snippet runs under the hash
+    # seed the policyspec command runs under (policyspec.hash_order).
+    env[hash_order.ENV] = hash_order.HASH_SEED
     with tempfile.NamedTemporaryFile("w", suffix="_repro.py", delete=False,
                                      encoding="utf-8") as handle:
         handle.write(snippet)
@@ -130,7 +144,7 @@ def show(snippet: str, requirement: str, limit: float) -> Shown:
     last = _last_line(done.stderr)
     if done.returncode == 0:
         return Shown(False, "it exited 0 in a fresh process: the snippet passes on the "
-                            "faulty policy")
+                            "faulty policy" + ("" if hash_order.fixed() else RANDOM_HASH))
     if last.startswith("AssertionError: ") and (
             last[len("AssertionError: "):].startswith(f"{requirement}:")):
         return Shown(True, f"exit {done.returncode} in a fresh process with {_cut(last)}")
