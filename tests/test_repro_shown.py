@@ -132,6 +132,9 @@ CASES = [
                  "policyspec.reference:LRUCachePolicy", id="seed-api"),
     pytest.param(FAULTY / "insert_requires_session.py", "core", ("fast",), "API-NO-RAISE",
                  "policyspec.reference:LRUCachePolicy", id="a-call-raises"),
+    pytest.param(FAULTY / "ttl_raises_on_clock_step_back.py", "core", ("fast",),
+                 "API-CLOCK-STEP-BACK", "policyspec.reference:LRUCachePolicy",
+                 id="a-should-that-raises"),
     pytest.param(HOOKS / "lru033_commits_head_first.py", "lru-0.33", ("stateful",),
                  "LRU033-FINISH-COMMIT", "policyspec.reference:LRU033CachePolicy",
                  id="r9-blamed-order"),  # (vLLM 0.33's profile drives it as R9)

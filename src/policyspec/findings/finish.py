@@ -356,7 +356,9 @@ def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Find
 _RAISES = frozenset({"API-NO-RAISE", "API-RETURNS", "API-PROCESS-ALIVE", "HOOK-TOTAL",
                      "TOUCH-TOTAL"})
 """Ids of a call that raises, hangs or ends the process: the snippet's
-assertion comes before the calls written out, which would stop it first."""
+assertion comes before the calls written out, which would stop it first
+(so it does for any failure whose message says a call raised: a SHOULD
+such as API-CLOCK-STEP-BACK can be a raise too)."""
 
 
 def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, message: str,
@@ -379,7 +381,7 @@ def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, mes
         return repro(target, capacity, finding.trace, f"{rid}: {message}", marks,
                      placeholders=subject.placeholders, judged=(profile.name, rid),
                      api=api, seed=seed, revision=subject.api, seen=seen, message=message,
-                     first=rid in _RAISES or seen in _RAISES,
+                     first=rid in _RAISES or seen in _RAISES or " raised " in message,
                      call_timeout=call_limit if rid in _COSTLY or seen in _COSTLY else None)
     return measurement_repro(target, profile.name, finding.engine, rid, api=api,
                              revision=subject.api, seed=seed, budget=budget, message=message,
