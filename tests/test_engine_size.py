@@ -92,9 +92,9 @@ def test_a_sized_finding_is_reported_at_its_own_capacity() -> None:
                        seed=2, engines=["size"])
     failure = next(f for f in report.failures if f.requirement == "EVICT-IDLE-ONLY")
     assert report.stats["capacity"] == 64  # the run's default; the finding has its own
-    assert "policy = subject.build(64)" not in failure.repro
-    built = next(line for line in failure.repro.splitlines() if "subject.build(" in line)
-    capacity = int(built.split("(")[-1].rstrip(")"))
+    assert "policy = Policy(cache_capacity=64)" not in failure.repro
+    built = next(line for line in failure.repro.splitlines() if "Policy(cache_capacity=" in line)
+    capacity = int(built.split("=")[-1].rstrip(")"))
     assert capacity < 64 and f"capacity {capacity}" in failure.message
 
 

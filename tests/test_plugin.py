@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from policyspec.witness.shown import CHILD_FLAG
+
 FAULTY = textwrap.dedent(
     """
     from policyspec.reference import LRUCachePolicy
@@ -103,15 +105,18 @@ def test_a_suite_class_can_be_strict_and_choose_its_capacity(tmp_path: Path) -> 
 
 def test_the_workers_of_pytest_n_share_one_check(tmp_path: Path) -> None:
     """Under pytest-xdist the first worker to need a check runs it and the
-    others read its report: the target is imported by one process only,
-    and the tests have the outcomes of a run without workers."""
+    others read its report: the target is imported by one worker only,
+    and the tests have the outcomes of a run without workers. (The fresh
+    process that runs each failure's snippet imports it too; it does not
+    count as a worker.)"""
     imports = tmp_path / "imports.txt"
     (tmp_path / "marked.py").write_text(textwrap.dedent(
         f"""
         import os
 
-        with open({str(imports)!r}, "a") as log:
-            log.write(f"{{os.getpid()}}\\n")
+        if os.environ.get({CHILD_FLAG!r}) != "1":
+            with open({str(imports)!r}, "a") as log:
+                log.write(f"{{os.getpid()}}\\n")
         """
     ) + FAULTY)
     (tmp_path / "test_mine.py").write_text(textwrap.dedent(

@@ -34,7 +34,7 @@ def _run_snippet(snippet: str, target: str | None = None) -> AssertionError | No
     """The AssertionError the snippet raises (on ``target`` instead of its
     own when given), or None when it runs through."""
     if target is not None:
-        snippet = re.sub(r"load_subject\('[^']*'\)", f"load_subject({target!r})", snippet)
+        snippet = re.sub(r"policy_class\('[^']*'", f"policy_class({target!r}", snippet)
     try:
         exec(compile(snippet, "<snippet>", "exec"), {})
     except AssertionError as exc:

@@ -25,7 +25,8 @@ _FRONT: dict[str, tuple[str, ...]] = {
     "policyspec.protocols": ("CachePolicyR9", "CachePolicyR10"),
     "policyspec.cli": ("main",),
     # What the snippets and tests a check or prove writes import.
-    "policyspec.assertions": ("assert_requirement_holds",),
+    "policyspec.assertions": ("assert_engine_finds_nothing", "assert_requirement_holds",
+                              "policy_class", "vllm_types"),
     "policyspec.environment": ("policy_environment",),
     # The report, its verdict and the exit codes.
     "policyspec.reports.report": ("FAIL", "NA", "NOT_TESTED", "PASS", "XFAIL", "FailureReport",
@@ -103,6 +104,7 @@ __all__ = [
     "UsageError",
     "Verdict",
     "__version__",
+    "assert_engine_finds_nothing",
     "assert_requirement_holds",
     "check_target",
     "decide",
@@ -112,18 +114,25 @@ __all__ = [
     "load_report",
     "load_subject",
     "main",
+    "policy_class",
     "policy_environment",
     "register_engine",
     "register_format",
     "register_profile",
     "run_check",
     "subject_for_class",
+    "vllm_types",
     "write_reports",
 ]
 
 if TYPE_CHECKING:
     from policyspec.adapters import TargetError, load_subject, subject_for_class
-    from policyspec.assertions import assert_requirement_holds
+    from policyspec.assertions import (
+        assert_engine_finds_nothing,
+        assert_requirement_holds,
+        policy_class,
+        vllm_types,
+    )
     from policyspec.cli import main
     from policyspec.engines import ENGINES, register_engine
     from policyspec.environment import policy_environment

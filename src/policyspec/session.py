@@ -185,7 +185,8 @@ def run_check(
             failures = finish(
                 subject, profile, runs, capacity=options.capacity, seed=options.seed,
                 watchdog=watchdog, cap=cap, minimise=not interrupted,
-                tries=round(max(MIN_MINIMISE_UNITS, units) * MINIMISE_TRIES))
+                tries=round(max(MIN_MINIMISE_UNITS, units) * MINIMISE_TRIES),
+                budget=options.budget)
             report = assemble(subject, profile, runs, failures, seed=options.seed,
                               strict=options.strict, capacity=options.capacity,
                               seconds=time.monotonic() - started, cap=cap,
@@ -229,7 +230,7 @@ def report_findings(
     standins = installed() if subject.stand_in else contextlib.nullcontext(None)
     with standins, Watchdog(DEFAULT_CALL_TIMEOUT) as watchdog:
         failures = finish(subject, profile, [run], capacity=capacity, seed=seed,
-                          watchdog=watchdog,
+                          watchdog=watchdog, budget=units,
                           tries=round(max(MIN_MINIMISE_UNITS, units) * MINIMISE_TRIES))
         return assemble(subject, profile, [run], failures, seed=seed, strict=strict,
                         capacity=capacity, seconds=time.monotonic() - started)

@@ -121,6 +121,10 @@ class Subject:
     """Makes the clock and random stream of a policy instance about to be
     built (``policyspec.environment``): in this process by default; a policy in
     another process gets the child's, driven through the line protocol."""
+    source: str | None = None
+    """The file that defines the policy's class, when known: how a fresh
+    process reaches a class loaded under a name no import finds (its
+    reproducing snippet is run in one, ``witness.shown``)."""
 
     def has(self, capability: str) -> bool:
         return capability in self.capabilities

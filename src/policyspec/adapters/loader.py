@@ -230,7 +230,25 @@ def _subject(
         api=chosen,
         capabilities=frozenset(capabilities),
         notes=tuple(notes),
+        source=_defining_file(cls),
     )
+
+
+def _defining_file(cls: type) -> str | None:
+    """The ``.py`` file that defines ``cls``, or None (built in, made in
+    memory): its module's file, else (a module loaded without a place in
+    ``sys.modules``) the file of a function the class itself defines."""
+    try:
+        where: str | None = inspect.getsourcefile(cls)
+    except (TypeError, OSError):
+        where = None
+    if where is None:
+        for member in vars(cls).values():
+            code = getattr(inspect.unwrap(member), "__code__", None) if callable(member) else None
+            if code is not None:
+                where = code.co_filename
+                break
+    return where if where is not None and where.endswith(".py") else None
 
 
 def _no_revision_fits(cls: type) -> str:

@@ -28,7 +28,7 @@ from policyspec.model.step import ProfileModel
 from policyspec.profiles import get_profile
 from policyspec.registry import load_registry
 from policyspec.run.context import Engine, EngineContext, capped
-from policyspec.run.result import Comparison, EngineRun, Finding
+from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import ActionSource
 from policyspec.sources.clock_steps import with_clock_steps
 from policyspec.subject import Subject
@@ -420,8 +420,10 @@ class _Difference:
     trace: tuple[Action, ...]
     needs: int
     """How many steps of S the difference needs (the rest can go)."""
-    compared: Comparison
-    """The second run the trace's results differ from."""
+    reference: tuple[Action, ...] | None = None
+    """The run the trace's last step is compared with, up to the step it
+    must agree with (S, or the relation's reference run); None for an added
+    call, whose expected result is fixed."""
 
 
 class _Judge:
@@ -455,14 +457,15 @@ class _Judge:
         if not base.legal:
             return None
         wanted = base.outputs
-        second = _plain(sequence)
+        compared: list[tuple[Action, int | None]] = [(a, i) for i, a in enumerate(sequence)]
         if relation.reference is not None:
-            second = relation.reference(sequence, base.snapshots, ctx)
-            ref = self._replay(second)
+            reference = relation.reference(sequence, base.snapshots, ctx)
+            ref = self._replay(reference)
             if not ref.legal:
                 return None
-            outputs = zip(second, ref.outputs, strict=True)
+            outputs = zip(reference, ref.outputs, strict=True)
             wanted = [o for s, o in outputs if s.origin is not None]
+            compared = [(s.action, s.origin) for s in reference]
         if steps is None:
             steps = relation.transform(sequence, base.snapshots, ctx)
         run = self._replay(steps, baseline=wanted)
@@ -473,7 +476,6 @@ class _Judge:
         if not _differs(step, out, wanted):
             return None
         trace = tuple(s.action for s in steps[: last + 1])
-        compared = _comparison(relation, steps[: last + 1], second)
         head = f"with {relation.change}"
         if step.origin is not None:
             expected = wanted[step.origin]
@@ -486,7 +488,7 @@ class _Judge:
                 f"({_title(relation.requirement)})",
                 trace,
                 step.origin + 1,
-                compared,
+                _upto(compared, step.origin),
             )
         after = max((s.origin for s in steps[:last] if s.origin is not None), default=-1)
         return _Difference(
@@ -495,7 +497,6 @@ class _Judge:
             f"{_show(step.action, out)}; the spec requires {_show(step.action, step.expect)}",
             trace,
             after + 1,
-            compared,
         )
 
 
@@ -505,13 +506,15 @@ def _title(requirement: str) -> str:
     return known.title if known is not None else requirement
 
 
-def _comparison(relation: Relation, steps: Sequence[Step], second: Sequence[Step]) -> Comparison:
-    """The steps' results that must equal the second run's: each step of S
-    in ``steps`` against the step of ``second`` that stands for it."""
-    where = {s.origin: j for j, s in enumerate(second) if s.origin is not None}
-    pairs = tuple((i, where[s.origin]) for i, s in enumerate(steps) if s.origin in where)
-    last = max((j for _, j in pairs), default=-1)
-    return Comparison(tuple(s.action for s in second[: last + 1]), pairs, relation.change)
+def _upto(run: Sequence[tuple[Action, int | None]], origin: int) -> tuple[Action, ...]:
+    """The actions of a compared run up to its step that stands for step
+    ``origin`` of S."""
+    actions: list[Action] = []
+    for action, where in run:
+        actions.append(action)
+        if where == origin:
+            break
+    return tuple(actions)
 
 
 def _was(origin: int, index: int) -> str:
@@ -705,7 +708,7 @@ def _minimal(
     # Only the relation's own id needs the second run: a safety fault the
     # difference turned out to be shows on the trace alone.
     return Finding(rid, final.message, final.trace, "metamorphic", shrunk=True,
-                   compared=final.compared if rid == relation.requirement else None)
+                   reference=final.reference if rid == relation.requirement else None)
 
 
 MINIMISE_TRIES = 1500

@@ -28,8 +28,17 @@ from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
 from policyspec.witness.explain import culprit
 from policyspec.witness.minimise import bounded_witness, renumbered
-from policyspec.witness.render import describe, measurement_repro, repro
+from policyspec.witness.render import comparison_repro, describe, measurement_repro, repro
 from policyspec.witness.reproduce import fails_with, failure_of
+from policyspec.witness.shown import (
+    LIMIT_FACTOR,
+    MIN_LIMIT,
+    Shown,
+    in_snippet,
+    show,
+    snippet_target,
+    unshowable,
+)
 from policyspec.witness.shrink import shrink
 
 __all__ = ["MINIMISE_TRIES", "MIN_MINIMISE_UNITS", "SIZED_CULPRIT_MOST", "finish"]
@@ -46,11 +55,14 @@ def finish(
     tries: int,
     cap: float | None = None,
     minimise: bool = True,
+    budget: float | str = "quick",
 ) -> list[FailureReport]:
     """The failures of ``runs``, one per requirement, MUSTs first (module
     doc). ``tries``: the replays the minimising of all of them may make;
     ``cap``: the wall-time cap; ``minimise`` False (an interrupted run):
-    the findings as the engines left them."""
+    the findings as the engines left them; ``budget``: the run's, for a
+    snippet that re-runs an engine. Every failure's snippet is run once in
+    a fresh process before it is reported (``witness.shown``)."""
     registry = load_registry()
     found: dict[str, list[Finding]] = {}
     for run in runs:
@@ -76,38 +88,39 @@ def finish(
     left = tries
     # What the engines saw break, per id a witness ends up shown under: the
     # route may name an earlier cause, but what was seen stays broken.
-    seen: dict[str, set[str]] = {}
+    saw: dict[str, set[str]] = {}
     for index, finding in enumerate(order):
         first = finding.requirement
         if minimise:
             finding, used = _minimise(subject, profile, capacity, finding, watchdog,
                                       left // (len(order) - index), cap)
             left -= used
-        seen.setdefault(finding.requirement, set()).add(first)
+        saw.setdefault(finding.requirement, set()).add(first)
         old = best.get(finding.requirement)
         if old is None or _preferred(finding) < _preferred(old):
             best[finding.requirement] = finding
     failures = []
     marks = subject.has("mark")
+    # A metamorphic finding's second run, for a trace minimising left alone.
+    references = {f.trace: f.reference for f in chosen if f.reference is not None}
     for rid, finding in best.items():
         known = registry.get(rid)
-        message, replays = _message_of(subject, profile, finding.capacity or capacity,
-                                       finding, rid, replay=minimise)
+        level = known.level if known else "MUST"
+        message, seen = _message_of(subject, profile, finding.capacity or capacity,
+                                    finding, rid, replay=minimise)
+        snippet = _snippet(subject, profile, finding, rid, message, seen,
+                           capacity=finding.capacity or capacity, seed=seed, budget=budget,
+                           marks=marks, reference=references.get(finding.trace),
+                           call_limit=watchdog.limit or None)
+        shown = _show(subject, snippet, rid, watchdog.limit)
         failures.append(
             FailureReport(
                 requirement=rid,
-                level=known.level if known else "MUST",
+                level=level,
                 title=known.title if known else rid,
                 message=message,
                 trace=[describe(a, marks) for a in finding.trace],
-                repro=repro(subject.name, finding.capacity or capacity, finding.trace,
-                            f"{rid}: {message}", marks,
-                            placeholders=subject.placeholders,
-                            judged=(profile.name, rid) if replays else None,
-                            api=subject.api if subject.fits else None, seed=seed)
-                if finding.trace else measurement_repro(
-                    subject.name, profile.name, finding.engine, rid,
-                    api=subject.api if subject.fits else None),
+                repro=snippet,
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
                                        finding.trace, rid, replay=minimise),
@@ -115,8 +128,10 @@ def finish(
                     finding.found_after_s, 3),
                 found_after_calls=finding.found_after_calls,
                 by_manager=by_manager(finding.trace),
-                also_breaks=sorted(seen.get(rid, set()) - set(best)),
+                also_breaks=sorted(saw.get(rid, set()) - set(best)),
                 capacity=(finding.capacity or capacity) if finding.trace else None,
+                repro_shown=None if shown is None else shown.shown,
+                repro_result="" if shown is None else shown.result,
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))
@@ -148,7 +163,7 @@ def _minimise(
     # key. (Other engines' findings at a capacity of their own are small.)
     sized = finding.engine == "size"
     smaller = False  # the witness was found again at a smaller capacity (engines.smaller)
-    if finding.compared is not None:
+    if finding.reference is not None:
         pass  # a relation's two runs: its engine shrank both together
     elif finding.requirement in COSTLY:
         # Whichever engine found it: every replay that still hangs (or kills
@@ -205,7 +220,7 @@ def _minimise(
                     f"every witness found was longer than {LONG} steps)")
     return Finding(requirement, message, trace, finding.engine, True, finding.found_after_s,
                    finding.found_after_calls, capacity if smaller else finding.capacity,
-                   finding.compared), used
+                   finding.reference), used
 
 
 def _shrink_costly(
@@ -435,23 +450,81 @@ def _stale_request(
 
 
 def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Finding,
-                rid: str, *, replay: bool) -> tuple[str, bool]:
+                rid: str, *, replay: bool) -> tuple[str, str | None]:
     """The failure's message as a replay of its final trace words it, so that
     it names the trace's keys (a shrinker renumbers them after the message
-    was made), and True; the engine's own message and False when no replay
-    is wanted or the trace alone does not show it (a metamorphic witness
-    needs its relation's second run). A size engine's note of the sizes that
-    show it stays. Only a trace that shows it alone gets a snippet that
-    asserts the requirement (``assertions``)."""
-    if not replay or rid in COSTLY:
-        return finding.message, False
+    was made), and the id that replay fails with (``rid`` itself, or the one
+    the fault shows as when ``rid`` was blamed for it: the operation behind
+    a wrong order, the hook or thread behind a core failure); the engine's
+    own message and None when no replay is wanted or the trace alone does
+    not show the fault (a metamorphic witness needs its relation's second
+    run). A size engine's note of the sizes that show it stays. Only a
+    trace that shows it alone gets a snippet that asserts it on a replay.
+    (A hang costs this replay one call time limit: its message too must
+    name the final trace's keys.)"""
+    if not replay or not finding.trace or (rid == "API-PROCESS-ALIVE"):
+        return finding.message, None  # (a process that ends is not replayed here)
     replay_ = manager_failure if rid in MANAGER_IDS else failure_of
     again = replay_(subject, profile, capacity, finding.trace,
                     fatal=_family(profile, rid).__contains__)
     if again is None or again.requirement != rid:
-        return finding.message, False
+        # Blamed on another operation than the one that shows it: the
+        # replay shows it as the first failure it meets.
+        again = replay_(subject, profile, capacity, finding.trace)
+        if again is None:
+            return finding.message, None
+        # A blame's message quotes the replay's; an engine's message from
+        # before shrinking names keys the final trace may not hold.
+        text = finding.message if again.message in finding.message else again.message
+        return text, again.requirement
     _, sizes, tail = finding.message.rpartition(" (at fill ")
-    return again.message + (f" (at fill {tail}" if sizes else ""), True
+    return again.message + (f" (at fill {tail}" if sizes else ""), rid
+
+
+_RAISES = frozenset({"API-NO-RAISE", "API-RETURNS", "API-PROCESS-ALIVE", "HOOK-TOTAL",
+                     "TOUCH-TOTAL"})
+"""Ids of a call that raises, hangs or ends the process: the snippet's
+assertion comes before the calls written out, which would stop it first
+(so it does for any failure whose message says a call raised: a SHOULD
+such as API-CLOCK-STEP-BACK can be a raise too)."""
+
+
+def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, message: str,
+             seen: str | None, *, capacity: int, seed: int, budget: float | str,
+             marks: bool, reference: tuple[Action, ...] | None = None,
+             call_limit: float | None = None) -> str:
+    """The failure's reproducing snippet (``witness.render``): the trace's
+    calls asserting ``rid`` on a replay where the trace shows it
+    (``seen``); a metamorphic relation's two runs compared (``reference``);
+    else the engine run again asserting it does not report it."""
+    api = subject.api if subject.fits else None
+    target = snippet_target(subject.name, subject.source) or subject.name
+    if seen is None and reference is not None and subject.api not in ("R6", "R6-draft"):
+        return comparison_repro(target, capacity, finding.trace, reference, rid, message,
+                                marks, placeholders=subject.placeholders, api=api, seed=seed,
+                                revision=subject.api)
+    if seen is None and rid in COSTLY and finding.trace:
+        seen = rid  # (not confirmed by a replay here: each costs the call time limit)
+    if seen is not None:
+        return repro(target, capacity, finding.trace, f"{rid}: {message}", marks,
+                     placeholders=subject.placeholders, judged=(profile.name, rid),
+                     api=api, seed=seed, revision=subject.api, seen=seen, message=message,
+                     first=rid in _RAISES or seen in _RAISES or " raised " in message,
+                     call_timeout=call_limit if rid in COSTLY or seen in COSTLY else None)
+    return measurement_repro(target, profile.name, finding.engine, rid, api=api,
+                             revision=subject.api, seed=seed, budget=budget, message=message,
+                             placeholders=subject.placeholders)
+
+
+def _show(subject: Subject, snippet: str, rid: str, call_limit: float) -> Shown | None:
+    """``snippet`` run in a fresh process (``witness.shown``); None inside
+    such a process, which runs no snippets of its own."""
+    if in_snippet():
+        return None
+    why = unshowable(subject.in_child, subject.name, subject.source)
+    if why is not None:
+        return Shown(False, why)
+    return show(snippet, rid, max(MIN_LIMIT, LIMIT_FACTOR * call_limit))
 
 
 def _family(profile: Profile, requirement: str) -> frozenset[str]:

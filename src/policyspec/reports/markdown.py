@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from policyspec.reports.html.markup import STATUS_WORDS
 from policyspec.reports.html.sections import status_counts
 from policyspec.reports.matrix import Run, changes, diff_pairs, matrix_rows
-from policyspec.reports.report import Report
+from policyspec.reports.report import FailureReport, Report, repro_line
 
 __all__ = ["matrix_markdown", "run_markdown"]
 
@@ -52,18 +52,26 @@ def run_markdown(report: Report) -> str:
         lines += [f"Verdict {report.verdict.upper()}: {report.verdict_reason}", ""]
     if report.failures:
         lines += _table(
-            ("requirement", "level", "what came back", "steps", "found by"),
-            [(f.requirement, f.level, f.message, len(f.trace), f.engine)
+            ("requirement", "level", "what came back", "steps", "found by", "snippet"),
+            [(f.requirement, f.level, f.message, len(f.trace), f.engine, _shown(f))
              for f in report.failures],
         )
         first = report.failures[0]
         shown = "minimal trace and snippet" if first.trace else "a measurement: its snippet"
         lines += ["", f"<details><summary>{first.requirement}: {shown}</summary>", "",
                   *[f"{i}. {step}" for i, step in enumerate(first.trace, 1)],
+                  "", repro_line(first) + ".",
                   "", "```python", first.repro.rstrip(), "```", "", "</details>"]
     for error in report.errors:
         lines.append(f"- error: {error}")
     return "\n".join(lines) + "\n"
+
+
+def _shown(failure: FailureReport) -> str:
+    """The table's word on the snippet: shown to fail, not shown, not run."""
+    if failure.repro_shown is None:
+        return "not run"
+    return "shown to fail" if failure.repro_shown else "NOT shown to fail"
 
 
 def matrix_markdown(runs: Sequence[Run]) -> str:

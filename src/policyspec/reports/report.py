@@ -29,6 +29,7 @@ __all__ = [
     "RequirementStatus",
     "dumps",
     "load_report",
+    "repro_line",
     "verdict_caveat",
     "write_atomic",
 ]
@@ -82,6 +83,25 @@ class FailureReport:
     """The capacity the policy is built with to replay ``actions`` (an engine
     may find a fault at a capacity of its own); None without a trace and in
     reports older than the field."""
+    repro_shown: bool | None = None
+    """True: ``repro`` was run in a fresh Python process against the policy
+    before the report was written and failed with an AssertionError naming
+    the requirement; False: it could not be shown (``repro_result`` says
+    why); None: not run (reports older than the field)."""
+    repro_result: str = ""
+    """One sentence: how the fresh run of ``repro`` ended."""
+
+
+def repro_line(failure: FailureReport) -> str:
+    """The report's line on whether the snippet was shown to fail; a MUST
+    that could not be shown says so plainly (the spec has no exception)."""
+    if failure.repro_shown is None:
+        return "snippet: not run before this report was written"
+    if failure.repro_shown:
+        return f"snippet shown to fail: {failure.repro_result}"
+    must = (" (a MUST: this failure stands on the check's own replays, not on the "
+            "snippet)") if failure.level == "MUST" else ""
+    return f"snippet NOT shown to fail{must}: {failure.repro_result}"
 
 
 def _steps(count: int) -> str:
@@ -189,6 +209,8 @@ class Report:
                     "by_manager": f.by_manager,
                     "also_breaks": f.also_breaks,
                     "capacity": f.capacity,
+                    "repro_shown": f.repro_shown,
+                    "repro_result": f.repro_result,
                 }
                 for f in self.failures
             ],
@@ -222,7 +244,8 @@ class Report:
                     case, "failure", message=failure.message if failure else req.title
                 )
                 if failure:
-                    node.text = "\n".join(failure.trace) + "\n\n" + failure.repro
+                    node.text = ("\n".join(failure.trace) + "\n\n" + repro_line(failure)
+                                 + "\n\n" + failure.repro)
             elif req.status in (NA, NOT_TESTED, XFAIL):
                 ET.SubElement(case, "skipped", message=f"{req.status}: {req.reason}".strip())
         for error in self.errors:
@@ -271,7 +294,7 @@ class Report:
                 f"{_witness(failure)}):" if failure.trace else
                 f"  no trace: a measurement by the {failure.engine} engine",
                 *[f"    {line}" for line in numbered(failure.trace)],
-                "  reproduce:",
+                f"  reproduce ({repro_line(failure)}):",
                 *[f"    {line}" for line in failure.repro.rstrip().splitlines()],
             ]
         for error in self.errors:
@@ -329,6 +352,8 @@ def _from_json(data: Any, origin: str) -> Report:
                     by_manager=f.get("by_manager"),
                     also_breaks=[str(r) for r in f.get("also_breaks", [])],
                     capacity=f.get("capacity"),
+                    repro_shown=f.get("repro_shown"),
+                    repro_result=str(f.get("repro_result", "")),
                 )
                 for f in data["failures"]
             ],

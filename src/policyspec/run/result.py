@@ -40,8 +40,10 @@ class Finding:
     capacity: int | None = None
     """The cache capacity the trace runs at, when the engine chose its own
     (the size engine); None: the run's capacity."""
-    compared: Comparison | None = None
-    """Set when the trace shows the fault only beside a second run."""
+    reference: tuple[Action, ...] | None = None
+    """A metamorphic relation's second run, up to the step whose result the
+    trace's last step must give: the trace alone breaks nothing, the two
+    runs disagree. None for every other finding."""
 
 
 @dataclass

@@ -17,7 +17,14 @@ from policyspec.harness.shapes import keys_shape, set_shape
 from policyspec.model.actions import REQUEST_ACTIONS, Action, expand
 from policyspec.model.state import State
 
-__all__ = ["clock_step", "describe", "measurement_repro", "repro", "trace_literal"]
+__all__ = [
+    "clock_step",
+    "comparison_repro",
+    "describe",
+    "measurement_repro",
+    "repro",
+    "trace_literal",
+]
 
 
 def describe(action: Action, marks: bool = True) -> str:
@@ -100,50 +107,116 @@ def _passed(shape: str, keys: Sequence[int]) -> str:
     return f"[{inner}]"
 
 
-def measurement_repro(target: str, profile: str, engine: str, requirement: str,
-                      api: str | None = None) -> str:
-    """A standalone Python snippet rerunning the measurement behind a
-    finding without a trace (the evict-linear and cost engines: the work of
-    one call at two sizes), ending with the assertion that it passes."""
-    kept = f", api={api!r}" if api is not None else ""
-    return "\n".join([
-        "from policyspec import get_profile, load_subject, run_check",
+SNIPPET_CONTEXT = "policyspec-req-0"
+"""The request id of the context a store outside any modelled request
+carries (R9 and R10 ``insert``, R4 to R9 ``touch``): the harness's own."""
+_TOUCH_CONTEXT = frozenset({"R4", "R5", "R7", "R7b", "R8", "R9"})
+_INSERT_CONTEXT = frozenset({"R9", "R10"})
+_ADAPTED = frozenset({"R6", "R6-draft"})
+"""Revisions whose calls depend on the manager's sessions around a store:
+their snippet drives the policy through policyspec's adapter (``Subject``)."""
+
+
+def _load_lines(target: str, placeholders: Sequence[str], revision: str) -> list[str]:
+    """The snippet's opening: the policy's class, imported as the check
+    imported it, and vLLM's own types (stand-ins without vLLM)."""
+    kept = f", placeholders={tuple(placeholders)!r}" if placeholders else ""
+    return [
+        "from policyspec import policy_class, vllm_types",
         "",
-        f"# {requirement} is a measurement by the {engine} engine, not a trace of calls.",
-        f"subject = load_subject({target!r}{kept})",
-        f"report = run_check(subject, get_profile({profile!r}), engines=[{engine!r}])",
-        f"assert {requirement!r} not in {{f.requirement for f in report.failures}}, "
-        "report.to_text()",
+        "# Run with PYTHONHASHSEED=0 (as policyspec check runs): sets of keys then iterate",
+        "# in the check's order.",
+        "# The policy's class as the check imported it; with your own class, import it here.",
+        f"Policy = policy_class({target!r}{kept})",
+        "# vLLM's BlockStatus / ChunkStatus, ReqContext and OffloadKey (policyspec's stand-ins",
+        "# for them when vLLM is not installed).",
+        f"block, ReqContext, key = vllm_types(Policy, {revision!r})",
+    ]
+
+
+def measurement_repro(target: str, profile: str, engine: str, requirement: str,
+                      api: str | None = None, *, revision: str = "R3", seed: int = 0,
+                      budget: float | str = "quick", capacity: int | None = None,
+                      message: str = "", placeholders: Sequence[str] = ()) -> str:
+    """A standalone Python snippet rerunning the engine behind a finding
+    that no single trace of calls shows (a measurement of work at two sizes,
+    a metamorphic comparison of two runs, a call that never returns), with
+    the check's seed and budget, and asserting the requirement: it exits
+    non-zero while the engine still reports it."""
+    forced = api if api is not None else revision
+    sized = "" if capacity is None else f", capacity={capacity}"
+    return "\n".join([
+        *_load_lines(target, placeholders, revision),
+        "from policyspec import assert_engine_finds_nothing",
+        "",
+        f"# {requirement} is not shown by one trace of calls: the {engine} engine runs again",
+        "# on the class, with the check's seed and budget, and must not report it.",
+        f"assert_engine_finds_nothing(Policy, {profile!r}, {engine!r}, {requirement!r}, "
+        f"seed={seed}, budget={budget!r}{sized}, api={forced!r},",
+        f"                            message={message!r})",
     ]) + "\n"
 
 
 def repro(
     target: str, capacity: int, trace: Sequence[Action], comment: str = "", marks: bool = True,
     *, placeholders: Sequence[str] = (), judged: tuple[str, str] | None = None,
-    api: str | None = None, seed: int | None = None,
+    api: str | None = None, seed: int | None = None, revision: str = "R3",
+    seen: str | None = None, message: str = "", first: bool = False,
+    call_timeout: float | None = None,
 ) -> str:
-    """A standalone Python snippet replaying ``trace`` on ``target`` with the
-    calls and ref_cnt writes vLLM's manager would make (the mark calls only
-    when the policy's revision has them: ``marks``; the names the check kept
-    as placeholders: ``placeholders``). ``judged``: (profile, requirement id)
-    to end with an assertion of that requirement on a replay of the trace
-    (``policyspec.assertions``). ``api``: the revision to load it as, for a
-    policy that fits several (``Subject.fits``). With ``seed`` (a check's
-    ``--seed``), the calls run inside ``policy_environment(seed)``: the
-    policy reads the clock and draws the random numbers it did in the check
-    (policyspec.environment), and the trace's clock steps step it."""
-    kept = f", placeholders={tuple(placeholders)!r}" if placeholders else ""
-    if api is not None:
-        kept = f", api={api!r}{kept}"
-    lines = [
-        "from policyspec import load_subject" + (", policy_environment" if seed is not None
-                                                  else ""),
-        "",
-        f"subject = load_subject({target!r}{kept})",
-        "key = subject.make_key",
-        "blocks = {}",
-    ]
-    if any(a[0] in REQUEST_ACTIONS or len(a) > 3 for a in trace):
+    """A standalone Python snippet replaying ``trace`` on ``target``'s class
+    with the calls and ref_cnt writes vLLM's manager would make, in the
+    policy's own API revision ``revision`` (R9 and R10 ``insert`` with the
+    storing request's ``req_context``, ``touch`` with one from R4 to R9),
+    vLLM's types for keys, blocks and request contexts, and no policyspec
+    adapter (but for R6's sessions). The mark calls only when the revision
+    has them (``marks``); ``placeholders``: the names the check kept inert.
+    ``judged``: (profile, requirement id) to end with the assertion of that
+    requirement on a replay of the trace (``policyspec.assertions``), quoting
+    ``message``; ``seen``: the id the replay shows it as when the check
+    blamed another. ``first``: the assertion comes before the calls written
+    out (a call that raises or never returns would stop the snippet before
+    it). ``api``: the revision a policy that fits several was driven as.
+    With ``seed`` (a check's ``--seed``), the calls run inside
+    ``policy_environment(seed)``: the policy reads the clock and draws the
+    random numbers it did in the check (policyspec.environment), and the
+    trace's clock steps step it. ``call_timeout``: the seconds the
+    assertion's replay gives each call (a fault that hangs)."""
+    revision = api if api is not None else revision
+    adapted = revision in _ADAPTED
+    if adapted:
+        kept = f", placeholders={tuple(placeholders)!r}" if placeholders else ""
+        lines = [
+            "from policyspec import load_subject",
+            "from policyspec import policy_class",
+            "",
+            f"# Revision {revision}: its evict and insert take the manager's store session, "
+            "which policyspec's",
+            "# adapter opens and closes around each store as vLLM's manager does.",
+            f"Policy = policy_class({target!r}{kept})",
+            f"subject = load_subject({target!r}, api={revision!r}{kept})",
+            "key = subject.make_key",
+            "block = subject.make_block",
+        ]
+    else:
+        lines = _load_lines(target, placeholders, revision)
+    if seed is not None:
+        lines.insert(1, "from policyspec import policy_environment")
+    lines += ["blocks = {}"]
+    contexts = any(a[0] in REQUEST_ACTIONS or len(a) > 3 for a in trace)
+    if contexts and not adapted:
+        lines += [
+            "contexts = {}",
+            "",
+            "",
+            "def request(r):",
+            "    # One ReqContext per request, as vLLM's manager has.",
+            "    if r not in contexts:",
+            "        contexts[r] = ReqContext(f'policyspec-req-{r}')",
+            "    return contexts[r]",
+            "",
+        ]
+    elif contexts:
         lines += [
             "contexts = {}",
             "",
@@ -154,31 +227,99 @@ def repro(
             "    return contexts[r]",
             "",
         ]
-    calls = _calls(capacity, trace, marks)
-    if seed is not None:
-        lines += [f"with policy_environment(seed={seed}) as clock:",
-                  *(f"    {line}" for line in calls)]
-    else:
-        lines += calls
-    if comment:
-        lines.append(f"# {comment}")
+    if not adapted and (revision in _INSERT_CONTEXT or revision in _TOUCH_CONTEXT):
+        lines += [
+            "# The context of a store or touch outside the trace's requests.",
+            f"store = ReqContext({SNIPPET_CONTEXT!r})",
+        ]
+    assertion: list[str] = []
     if judged is not None:
         profile, requirement = judged
+        also = f", seen={seen!r}" if seen is not None and seen != requirement else ""
+        limit = "" if call_timeout is None else f", call_timeout={call_timeout!r}"
         assertion = [
             "",
-            f"# {requirement} must hold on these calls: replayed in lockstep with the spec's "
-            "model,",
-            "# this fails with the requirement's message until the policy is fixed.",
+            f"# {requirement} must hold on these calls: replayed on a fresh {'policy'} in "
+            "lockstep with the spec's",
+            "# model, this fails with the requirement's id and message until the policy is "
+            "fixed.",
             "from policyspec import assert_requirement_holds",
             "",
             f"TRACE = {trace_literal(trace)}",
-            f"assert_requirement_holds(subject, {profile!r}, {capacity}, TRACE, "
-            f"{requirement!r})",
+            f"assert_requirement_holds(Policy, {profile!r}, {capacity}, TRACE, "
+            f"{requirement!r}{also}, api={revision!r},",
+            f"                         message={message!r}{limit})",
         ]
         if seed is not None:  # the replay's policy gets the check's clock and randomness
-            assertion[-1:] = [f"with policy_environment(seed={seed}):",
-                              f"    {assertion[-1]}"]
-        lines += assertion
+            assertion[-2:] = [f"with policy_environment(seed={seed}):",
+                              f"    {assertion[-2]}", f"    {assertion[-1]}"]
+    calls = _calls(capacity, trace, marks, revision)
+    if adapted:
+        calls[0] = f"policy = subject.build({capacity})"
+    body: list[str] = []
+    if seed is not None:
+        body += [f"with policy_environment(seed={seed}) as clock:",
+                 *(f"    {line}" for line in calls)]
+    else:
+        body += calls
+    if comment:
+        body.append(f"# {comment}")
+    if first and assertion:
+        lines += [*assertion[1:], "", "# The same calls written out (they stop the snippet "
+                  "while the fault is there):", *body]
+    else:
+        lines += body + assertion
+    return "\n".join(lines) + "\n"
+
+
+def comparison_repro(
+    target: str, capacity: int, trace: Sequence[Action], reference: Sequence[Action],
+    requirement: str, message: str, marks: bool = True, *, placeholders: Sequence[str] = (),
+    api: str | None = None, seed: int = 0, revision: str = "R3",
+) -> str:
+    """A standalone Python snippet of a metamorphic finding: two runs on
+    fresh policies, ``trace`` and the run it is compared with
+    (``reference``), each written out as the calls vLLM's manager would
+    make (as ``repro``), and the assertion that their last steps agree, as
+    the requirement says they must (an evict's victims, a get's presence)."""
+    revision = api if api is not None else revision
+    lines = [
+        *_load_lines(target, placeholders, revision),
+        "from policyspec import policy_environment",
+        "",
+        "blocks = {}",
+    ]
+    if revision in _INSERT_CONTEXT or revision in _TOUCH_CONTEXT:
+        lines += [
+            "# The context of a store or touch outside the trace's requests.",
+            f"store = ReqContext({SNIPPET_CONTEXT!r})",
+        ]
+    for name, actions, what in (("changed", trace, "The trace: the run with the change."),
+                                ("reference", reference, "The run it is compared with.")):
+        lines += ["", "", f"def {name}():", f"    # {what}", "    blocks.clear()",
+                  f"    with policy_environment(seed={seed}) as clock:",
+                  *(f"        {line}" for line in _calls(capacity, actions, marks, revision)),
+                  "    return result"]
+    last = trace[-1][0]
+    if last == "get":
+        outcome = ["def outcome(result):", "    # What the runs must agree on: presence.",
+                   "    return result is not None"]
+    else:
+        named = max((k for a in (*trace, *reference) for k in _keys_of(a)), default=0) + 1
+        outcome = ["# The trace's numbers of the keys, to show the victims as the trace does.",
+                   f"NUMBERS = {{key(k): k for k in range({named})}}", "", "",
+                   "def outcome(result):",
+                   "    # What the runs must agree on: the victims' keys (None: refused).",
+                   "    if result is None:",
+                   "        return None",
+                   "    return [NUMBERS.get(pair[0], pair[0]) for pair in result]"]
+    lines += [
+        "", "", *outcome, "", "",
+        f"# {requirement}: {message}",
+        "got, wanted = outcome(changed()), outcome(reference())",
+        f"assert got == wanted, ({requirement + ': ' + message!r}",
+        "                        + f' (this run: {got} against {wanted})')",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -203,6 +344,18 @@ def trace_literal(trace: Sequence[Action]) -> str:
         parts.append(f"*[{block[0]} {loop}]" if period == 1
                      else f"*[a {loop} for a in ({', '.join(block)})]")
     return "[" + ", ".join(parts) + "]"
+
+
+def _keys_of(action: Action) -> tuple[int, ...]:
+    """Every key an action names."""
+    op = action[0]
+    if op in _ONE_KEY:
+        return (int(action[1]),)
+    if op == "touch":
+        return tuple(action[1])
+    if op == "evict":
+        return tuple(action[2])
+    return ()
 
 
 def _with_k(action: Action) -> str:
@@ -291,7 +444,8 @@ def _looped(pieces: Sequence[_Piece], keys: Sequence[int | None]) -> list[str]:
     return lines
 
 
-def _calls(capacity: int, trace: Sequence[Action], marks: bool) -> list[str]:
+def _calls(capacity: int, trace: Sequence[Action], marks: bool,
+           revision: str = "R3") -> list[str]:
     """The snippet's lines from building the policy to the last call."""
     pieces: list[_Piece] = []
     # Only ref counts matter to expand(); keys the policy evicted are never
@@ -307,7 +461,11 @@ def _calls(capacity: int, trace: Sequence[Action], marks: bool) -> list[str]:
             if op == "insert":
                 k, ref = call[1], call[2]
                 ctx = f", request({call[3]})" if len(call) > 3 else ""
-                lines.append(f"blocks[{k}] = subject.make_block({ref}, {next_id})")
+                if not ctx and revision in _INSERT_CONTEXT:
+                    ctx = ", store"
+                elif revision not in _INSERT_CONTEXT:
+                    ctx = ""  # (an R8 insert takes no context; its hooks get them)
+                lines.append(f"blocks[{k}] = block({ref}, {next_id})")
                 lines.append(f"policy.insert(key({k}), blocks[{k}]{ctx})")
                 next_id += 1
                 refs[k] = ref
@@ -315,11 +473,14 @@ def _calls(capacity: int, trace: Sequence[Action], marks: bool) -> list[str]:
                 lines.append(f"blocks[{call[1]}].ref_cnt = {call[2]}")
                 refs[call[1]] = call[2]
             elif op == "touch":
-                lines.append(f"policy.touch({_passed(keys_shape('touch', call[1]), call[1])})")
+                given = _passed(keys_shape("touch", call[1]), call[1])
+                ctx = ", store" if revision in _TOUCH_CONTEXT else ""
+                lines.append(f"policy.touch({given}{ctx})")
             elif op == "evict":
                 prot_text = _passed(set_shape("evict", call[2]), sorted(call[2]))
                 prefix = "result = " if index == last else ""
-                lines.append(f"{prefix}policy.evict({call[1]}, {prot_text})")
+                rest = ", set()" if revision == "R7b" else ""  # nothing deprioritized
+                lines.append(f"{prefix}policy.evict({call[1]}, {prot_text}{rest})")
             elif op == "clear":
                 lines.append("policy.clear()")
                 refs.clear()
@@ -341,12 +502,13 @@ def _calls(capacity: int, trace: Sequence[Action], marks: bool) -> list[str]:
             elif op == "clock":
                 lines.append(f"clock.step({call[1]})  # {clock_step(call[1])}")
             else:
-                lines.append(f"policy.{op}(key({call[1]}))")
+                prefix = "result = " if op == "get" and index == last else ""
+                lines.append(f"{prefix}policy.{op}(key({call[1]}))")
                 if op == "remove":
                     refs.pop(call[1], None)
         pieces.append(_Piece(lines, _key_of(action), first_id))
     keys = [_key_of(a) for a in trace]
-    return [f"policy = subject.build({capacity})", *_looped(pieces, keys)]
+    return [f"policy = Policy(cache_capacity={capacity})", *_looped(pieces, keys)]
 
 
 def _tuple(items: Iterable[str]) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from policyspec.registry import load_registry
 from policyspec.reports.html.markup import STATUS_WORDS, esc, prose, status_badge
-from policyspec.reports.report import FailureReport, Report
+from policyspec.reports.report import FailureReport, Report, repro_line
 from policyspec.reports.timeline import (
     ABSENT,
     IDLE_STATE,
@@ -274,6 +274,7 @@ def failure_section(failure: FailureReport, prefix: str = "", *, heading: str = 
             f'aria-label="Copy the reproducing snippet of {esc(failure.requirement)}">Copy</button>'
             f'<span class="copy-status" id="{ident}-copy-status" role="status" '
             f'aria-live="polite"></span></p>'
+            f'<p class="repro-shown">{esc(repro_line(failure))}</p>'
             f'<pre id="{ident}-repro" aria-labelledby="{ident}-repro-label"><code>'
             f"{esc(failure.repro)}</code></pre>"
         )
