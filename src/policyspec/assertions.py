@@ -1,17 +1,9 @@
-"""What a failure's reproducing snippet needs besides the policy: its class
-imported as the check imported it, vLLM's own types (or policyspec's
-stand-ins for them when vLLM is absent), and the assertion it ends with.
-
-The snippet calls the policy itself, in its own API revision, as vLLM's
-manager would. The assertion is the check's own judgement of the same calls:
-a fresh policy of the class driven through the trace in lockstep with the
-profile's model (``witness.reproduce``; with the manager's bookkeeping for
-the manager's requirements, ``engines.manager_replay``). It takes the class
-the snippet built, so that the snippet, saved beside a fixed class (or with
-the import swapped for the author's own), judges that class: it fails with
-the requirement's id and message against the faulty policy and passes
-against a fixed one.
-"""
+"""What a failure's snippet needs besides the policy (spec/check.md, "The
+snippet"): its class imported as the check imported it, vLLM's own types
+(stand-ins without vLLM), and the assertion it ends with: the check's own
+judgement of the same calls, on a fresh policy of the class the snippet
+built, so that saved beside a fixed class it passes and against the faulty
+one it fails with the requirement's id and message."""
 
 from __future__ import annotations
 
