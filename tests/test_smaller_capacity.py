@@ -24,7 +24,7 @@ from policyspec.findings.smaller import (
     first_played,
     played_capacities,
     same_trace_smaller,
-    to_smaller,
+    to_smaller_capacity,
 )
 from policyspec.harness.keymap import KeyMap
 from policyspec.harness.watchdog import Watchdog
@@ -136,14 +136,14 @@ def test_every_replay_of_the_same_trace_is_counted_and_bounded() -> None:
             None, tries)
     # A cap already past stops before any replay.
     assert same_trace_smaller(subject, CORE, TRACE, 4096, WANTED, 100, 0.0) == (None, 0)
-    moved, used = to_smaller(subject, CORE, TRACE, 4096, WANTED, run_capacity=RUN, tries=100,
-                             cap=None)
+    moved, used = to_smaller_capacity(subject, CORE, TRACE, 4096, WANTED, run_capacity=RUN,
+                                      tries=100, cap=None)
     assert moved is not None and (moved.capacity, moved.trace, moved.searched) == (
         255, TRACE, False)
     assert used == first
     # At or below the run's capacity a short trace is not replayed at all.
-    assert to_smaller(subject, CORE, TRACE, RUN, WANTED, run_capacity=RUN, tries=100,
-                      cap=None) == (None, 0)
+    assert to_smaller_capacity(subject, CORE, TRACE, RUN, WANTED, run_capacity=RUN,
+                               tries=100, cap=None) == (None, 0)
 
 
 def test_a_long_trace_is_searched_for_afresh_below_its_capacity() -> None:
@@ -152,8 +152,8 @@ def test_a_long_trace_is_searched_for_afresh_below_its_capacity() -> None:
     subject = _short_above(0)
     padding: list[Action] = [("get", k) for k in range(LONG)]
     long = (*_stored(0, 1, 2), *padding, ("evict", 2, frozenset()))
-    moved, used = to_smaller(subject, CORE, long, RUN, WANTED, run_capacity=RUN, tries=100,
-                             cap=None)
+    moved, used = to_smaller_capacity(subject, CORE, long, RUN, WANTED, run_capacity=RUN,
+                                      tries=100, cap=None)
     assert moved is not None and moved.searched and moved.capacity == 8
     assert len(moved.trace) < len(long) and 0 < used <= 100
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from policyspec.findings.manager_replay import MANAGER_IDS, manager_fails, manager_failure
-from policyspec.findings.smaller import LONG, to_smaller
+from policyspec.findings.smaller import LONG, to_smaller_capacity
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY, Aborted, CallerContractError
 from policyspec.harness.watchdog import Watchdog
@@ -257,10 +257,10 @@ def _at_smaller(
     subject: Subject, profile: Profile, capacity: int, run_capacity: int,
     family: frozenset[str], trace: tuple[Action, ...], tries: int, cap: float | None,
 ) -> tuple[tuple[Action, ...], int, bool, int]:
-    """``smaller.to_smaller``, or ``trace`` as it was: the trace, its
-    capacity, whether a fresh search found it (a shorter witness,
+    """``smaller.to_smaller_capacity``, or ``trace`` as it was: the trace,
+    its capacity, whether a fresh search found it (a shorter witness,
     minimised already), and the replays used."""
-    moved, used = to_smaller(subject, profile, trace, capacity, family,
+    moved, used = to_smaller_capacity(subject, profile, trace, capacity, family,
                              run_capacity=run_capacity, tries=tries, cap=cap)
     if moved is None:
         return trace, capacity, False, used

@@ -1,7 +1,7 @@
-"""How a finding moves to a smaller cache capacity: the one mechanism every
-engine's findings go through (``finish`` calls ``to_smaller``), and the
-one an engine calls when its own trace is too large to judge at all
-(``first_played``).
+"""How a finding moves to a smaller cache capacity: the one mechanism
+every engine's findings go through (``finish`` calls
+``to_smaller_capacity``), and the one an engine calls when its own trace
+is too large to judge at all (``first_played``).
 
 A witness is easiest to read, and cheapest to replay, at the smallest
 capacity that shows it. Two ways get there, cheap first:
@@ -41,8 +41,8 @@ from policyspec.witness.minimise import bounded_witness
 from policyspec.witness.reproduce import fails_with, failure_of
 
 __all__ = [
-    "CAPACITIES", "LONG", "SEARCH_UNITS", "Smaller", "first_played", "played_capacities",
-    "same_trace_smaller", "searched_smaller", "to_smaller",
+    "CAPACITIES", "LONG", "SEARCH_UNITS", "SmallerWitness", "first_played", "played_capacities",
+    "same_trace_smaller", "searched_smaller", "to_smaller_capacity",
 ]
 
 LONG = 25
@@ -56,7 +56,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Smaller:
+class SmallerWitness:
     """A finding's witness at a smaller capacity than it was handed over at."""
 
     trace: tuple[Action, ...]
@@ -66,7 +66,7 @@ class Smaller:
     already; False: the same trace, replayed at the smaller capacity."""
 
 
-def to_smaller(
+def to_smaller_capacity(
     subject: Subject,
     profile: Profile,
     trace: tuple[Action, ...],
@@ -76,7 +76,7 @@ def to_smaller(
     run_capacity: int,
     tries: int,
     cap: float | None,
-) -> tuple[Smaller | None, int]:
+) -> tuple[SmallerWitness | None, int]:
     """``trace``, which fails with an id of ``family`` at ``capacity``, at a
     smaller capacity (None: none shows it), and the replays that took (at
     most ``tries``). First, when ``capacity`` is above the run's, the same
@@ -84,17 +84,17 @@ def to_smaller(
     over LONG steps, a shorter witness found afresh below ``capacity``,
     which wins over the first."""
     used = 0
-    moved: Smaller | None = None
+    moved: SmallerWitness | None = None
     if capacity > run_capacity:
         smallest, used = same_trace_smaller(subject, profile, trace, capacity, family,
                                             tries, cap)
         if smallest is not None:
-            moved = Smaller(trace, smallest, searched=False)
+            moved = SmallerWitness(trace, smallest, searched=False)
     if len(trace) > LONG:
         found = searched_smaller(subject, profile, capacity, family, len(trace),
                                  tries - used, cap)
         if found is not None:
-            moved = Smaller(found[0], found[1], searched=True)
+            moved = SmallerWitness(found[0], found[1], searched=True)
             used += found[2]
     return moved, used
 
