@@ -141,9 +141,11 @@ def test_every_replay_of_the_same_trace_is_counted_and_bounded() -> None:
     assert moved is not None and (moved.capacity, moved.trace, moved.searched) == (
         255, TRACE, False)
     assert used == first
-    # At or below the run's capacity a short trace is not replayed at all.
-    assert to_smaller_capacity(subject, CORE, TRACE, RUN, WANTED, run_capacity=RUN,
-                               tries=100, cap=None) == (None, 0)
+    # At or below the run's capacity a short trace is not replayed at all,
+    # nor a measurement's empty one at any capacity.
+    for trace, capacity in ((TRACE, RUN), (TRACE, 16), ((), 4096)):
+        assert to_smaller_capacity(subject, CORE, trace, capacity, WANTED, run_capacity=RUN,
+                                   tries=100, cap=None) == (None, 0)
 
 
 def test_a_long_trace_is_searched_for_afresh_below_its_capacity() -> None:

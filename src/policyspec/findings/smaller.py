@@ -85,7 +85,7 @@ def to_smaller_capacity(
     which wins over the first."""
     used = 0
     moved: SmallerWitness | None = None
-    if capacity > run_capacity:
+    if capacity > run_capacity and trace:  # (a measurement has no trace to replay)
         smallest, used = same_trace_smaller(subject, profile, trace, capacity, family,
                                             tries, cap)
         if smallest is not None:
