@@ -40,6 +40,8 @@ __all__ = [
     "SignatureProblem",
     "call_shape",
     "check_signatures",
+    "emulated",
+    "manager_release",
     "own_member",
     "signature_problems",
 ]
@@ -553,3 +555,39 @@ def check_signatures(cls: type, api: str) -> list[SignatureProblem]:
 def signature_problems(cls: type, api: str) -> list[str]:
     """``check_signatures`` as messages, each naming method and revision."""
     return [p.message for p in check_signatures(cls, api)]
+
+
+def manager_release(api: str) -> Release | None:
+    """The release whose manager policyspec emulates to drive a policy of
+    API revision ``api`` (the vllm-manager and trace engines, ``record``,
+    ``simulate``): the release that ships ``api``, or for an older revision
+    with the request hooks (R8) the oldest release policyspec follows,
+    whose manager calls the same hooks. None for a revision without the
+    hooks: no emulated manager drives it, the engines call it directly."""
+    revision = REVISIONS.get(api)
+    if revision is None or not revision.hooks:
+        return None
+    return next((r for r in RELEASES if r.revision == api), RELEASES[0])
+
+
+def emulated(api: str, *, manager: bool = True) -> str:
+    """What a run emulated for a policy of revision ``api``, in words: the
+    vLLM release whose API it called and, when the run drove a manager
+    (``manager``), whose manager. A verdict holds for the vLLM it was
+    reached on, so every report and help names it."""
+    shipped = next((r for r in RELEASES if r.revision == api), None)
+    revision = REVISIONS.get(api)
+    if shipped is not None:
+        api_text = f"vLLM {shipped.version}'s API"
+    elif revision is not None and not revision.released:
+        api_text = "an API no vLLM release shipped"
+    else:
+        api_text = f"an API from before vLLM {RELEASES[0].version}"
+    if not manager:
+        return api_text
+    release = manager_release(api)
+    if release is None:
+        return f"{api_text}; no release's manager emulated"
+    if release is shipped:
+        return f"vLLM {release.version}'s manager and API"
+    return f"{api_text}, driven through vLLM {release.version}'s manager"

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from policyspec.history.format import HistoryError
     from policyspec.history.judge import IN_PLACE, judge_paths, window_case
     from policyspec.profiles import get_profile
-    from policyspec.vllm.releases import emulated
+    from policyspec.protocols import emulated
 
     profiles: tuple[str, ...] | None = None
     if args.profile:

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         write_atomic(path, made.source)
     except OSError as exc:
         raise UsageError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    from policyspec.vllm.releases import emulated
+    from policyspec.protocols import emulated
 
     print(f"wrote {path}: {name}, API revision {args.api}, {emulated(args.api, manager=False)} "
           f"({made.revision.summary})\n"

@@ -114,8 +114,9 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ImportError, TargetError) as exc:
         raise UsageError(str(exc)) from None
     seconds = time.monotonic() - started
+    from policyspec.protocols import emulated
     from policyspec.vllm.manager import release_for
-    from policyspec.vllm.releases import emulated, release_of
+    from policyspec.vllm.releases import release_of
 
     driven = release_of(release_for(guard.api))  # (the manager _record drove)
     print(f"{args.out}: {guard.calls:,} calls of {guard.target_name} in {seconds:.1f} s "

@@ -38,7 +38,7 @@ from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import ActionSource, Run, actions_of
 from policyspec.sources.clock_steps import CLOCK_SHARE, clock_action, with_clock_steps
 from policyspec.sources.request_source import RequestSource
-from policyspec.sources.sizes import CAPACITIES, FAST_LONG_CAPACITY, STEEP_MOST
+from policyspec.sources.sizes import FAST_LONG_CAPACITY, STEEP_MOST, first_played, played_capacities
 from policyspec.subject import Subject
 from policyspec.vllm.standins.gaps import raise_if_gap
 from policyspec.witness.minimise import bounded_witness
@@ -315,8 +315,8 @@ def _long_example(
             _judge(run, subject, profile, size, _spelled(runs), found, cap,
                    _shown(size, capacity))
             return peak, None
-        smaller = _smallest_long(subject, profile, seed, example, found.requirement, must,
-                                 keymap, cap)
+        smaller = _smallest_long(subject, profile, capacity, seed, example, found.requirement,
+                                 must, keymap, cap)
         if smaller is not None:
             size, runs = smaller
         if size <= capacity:
@@ -394,21 +394,24 @@ def _play_long(
 
 
 def _smallest_long(
-    subject: Subject, profile: Profile, seed: int, example: int, requirement: str,
-    must: set[str], keymap: KeyMap, cap: float | None,
+    subject: Subject, profile: Profile, capacity: int, seed: int, example: int,
+    requirement: str, must: set[str], keymap: KeyMap, cap: float | None,
 ) -> tuple[int, list[Run]] | None:
-    """The long run of ``example`` played again at each threshold capacity
-    below FAST_LONG_CAPACITY, smallest first, until one shows
-    ``requirement`` (its capacity and runs); None: none did (the finding
-    stays at FAST_LONG_CAPACITY), or the wall-time ``cap`` came first."""
-    for size in (SMALL_CAPACITY, 64, *CAPACITIES):
-        if size >= FAST_LONG_CAPACITY or capped(cap):
-            return None
+    """A judgeable trace of a long run's failure: its trace at
+    FAST_LONG_CAPACITY is far too long to replay in lockstep, so the long
+    run of ``example`` is played again from its seed at the capacities
+    ``findings.smaller`` gives (the ordinary examples' first), until one
+    shows ``requirement`` (its capacity and runs); None: none did (the
+    finding stays at FAST_LONG_CAPACITY), or the wall-time ``cap`` came
+    first. The report's route then moves it further like any finding."""
+
+    def play(size: int) -> list[Run] | None:
         runs, _, _, found, _ = _play_long(subject, profile, size, _long_seed(seed, example), must,
                                           {}, Sightings(monotonic()), keymap, cap)
-        if found is not None and found.requirement == requirement:
-            return size, runs
-    return None
+        return runs if found is not None and found.requirement == requirement else None
+
+    return first_played(played_capacities(FAST_LONG_CAPACITY, (SMALL_CAPACITY, capacity)),
+                        play, cap=cap)
 
 
 def _brief(run: Run) -> str:

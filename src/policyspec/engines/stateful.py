@@ -38,17 +38,9 @@ from policyspec.profiles import Profile
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.clock_steps import CLOCK_STEPS, reads_clock
-from policyspec.sources.sizes import (
-    CAPACITIES,
-    FILL_MOST,
-    LENGTHS,
-    peak_keys,
-    sizes_up_to,
-    smaller_capacities,
-)
+from policyspec.sources.sizes import CAPACITIES, FILL_MOST, LENGTHS, sizes_up_to
 from policyspec.subject import Subject
 from policyspec.witness.render import describe
-from policyspec.witness.reproduce import failure_of
 
 __all__ = [
     "CheckedMachine",
@@ -618,8 +610,9 @@ def run_stateful(ctx: EngineContext) -> EngineRun:
     SMALL_SHARE of them small examples only, then each example at a
     capacity of its own (``drawn_capacities``, ``CheckedMachine.size``).
     Findings at another capacity than ``capacity`` say so
-    (``Finding.capacity``), so that their witness and repro run there; a
-    large one is first tried at the smaller capacities (``_at_smallest``)."""
+    (``Finding.capacity``), so that their witness and repro run there; the
+    report's route moves a large one to a smaller capacity
+    (``findings.smaller``)."""
     subject, profile, capacity, seed = ctx.subject, ctx.profile, ctx.capacity, ctx.seed
     database, cap = ctx.database, ctx.cap
     planned = ctx.examples(RATE)
@@ -638,7 +631,7 @@ def run_stateful(ctx: EngineContext) -> EngineRun:
             engine="stateful", seed=seed, examples=small, database=database, cap=cap)
         if first.error or first.findings or first.capped:
             first.planned = planned
-            return _counted(first, first, capacity, (), cap, subject, profile)
+            return _counted(first, first, capacity, ())
     machine = policy_machine(subject, profile, capacity=capacity, drawn=drawn, base=base)
     run = run_machine(machine, engine="stateful", seed=seed, examples=planned - small,
                       database=database, cap=cap)
@@ -651,7 +644,7 @@ def run_stateful(ctx: EngineContext) -> EngineRun:
     run.planned = planned
     if drawn and run.findings and all(_large(f, capacity) for f in run.findings):
         run = _small_first(subject, profile, planned, seed, capacity, database, run, cap)
-    return _counted(run, machine, capacity, drawn, cap, subject, profile)
+    return _counted(run, machine, capacity, drawn)
 
 
 SMALL_SHARE = 0.4
@@ -671,15 +664,13 @@ benchmarks/results.txt, budgets."""
 
 def _counted(
     run: EngineRun, source: EngineRun | type[PolicyMachine], capacity: int,
-    drawn: tuple[int, ...], cap: float | None, subject: Subject, profile: Profile,
+    drawn: tuple[int, ...],
 ) -> EngineRun:
-    """``run`` with the capacities its examples drew in its counts and notes,
-    and its findings at the smallest capacity that shows them."""
+    """``run`` with the capacities its examples drew in its counts and notes;
+    its findings stay at the capacity they were found at."""
     if not isinstance(source, EngineRun):
         source.stats.count_capacities(run, capacity, bool(drawn))
     for finding in run.findings:
-        if finding.capacity is not None and finding.capacity > capacity:
-            _at_smallest(subject, profile, finding, cap)
         if finding.capacity == capacity:
             finding.capacity = None  # the run's own is not repeated
     return run
@@ -720,26 +711,6 @@ def _small_first(
 SMALL_AGAIN = 0.5
 """The share of its examples the engine runs again, small only, when every
 finding came from a large example."""
-
-
-def _at_smallest(subject: Subject, profile: Profile, finding: Finding, cap: float | None) -> None:
-    """Move ``finding`` to the smallest capacity that still shows it with
-    the same trace: the most keys the trace holds, then the threshold
-    capacities above it (``sizes.smaller_capacities``), until the wall-time
-    ``cap`` at most. Hypothesis shrinks the capacity drawn, but a change
-    there changes every draw after it, so it often stops at a larger
-    capacity than needed."""
-    assert finding.capacity is not None
-    wanted = finding.requirement
-    for smaller in smaller_capacities(finding.capacity, peak_keys(finding.trace)):
-        if capped(cap):
-            return
-        again = failure_of(subject, profile, smaller, finding.trace, observe=False,
-                           fatal=lambda rid: rid == wanted)
-        if again is not None and again.requirement == wanted:
-            finding.capacity = smaller
-            finding.message = again.message
-            return
 
 
 def run_machine(

@@ -2,8 +2,8 @@
 report shows (``finish``): per requirement the shortest finding's trace (and
 the shortest that vLLM's manager could make, which is preferred),
 minimised with one count of replays shared out (``witness.minimise``; with
-the manager's bookkeeping for its own requirements, ``manager_replay``;
-at smaller capacities for a witness that stays long, ``smaller``), the
+the manager's bookkeeping for its own requirements, ``manager_replay``),
+moved to a smaller capacity whichever engine found it (``smaller``), the
 requirement to blame (``witness.explain.culprit``, and the request level's
 causes), the message its final trace gives, the snippet and the trace's
 record.
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from policyspec.findings.manager_replay import MANAGER_IDS, manager_fails, manager_failure
-from policyspec.findings.smaller import LONG, smaller_witness
+from policyspec.findings.smaller import LONG, to_smaller_capacity
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY, Aborted, CallerContractError
 from policyspec.harness.watchdog import Watchdog
@@ -162,7 +162,7 @@ def _minimise(
     # hold thousands of stores, which the minimiser would replay once per
     # key. (Other engines' findings at a capacity of their own are small.)
     sized = finding.engine == "size"
-    smaller = False  # the witness was found again at a smaller capacity (engines.smaller)
+    smaller = False  # a fresh search found a shorter witness at a smaller capacity
     if finding.reference is not None:
         pass  # a relation's two runs: its engine shrank both together
     elif finding.requirement in COSTLY:
@@ -182,21 +182,24 @@ def _minimise(
         # A long trace gets half the replays here, half at smaller
         # capacities. A trace still long after an engine's shrinking, or
         # after half the replays here, may be a fault that needs a full
-        # cycle of the cache: look for it at smaller capacities
-        # (engines.smaller).
+        # cycle of the cache; a trace at a capacity an engine chose above
+        # the run's may show in a smaller cache: every engine's findings
+        # move to a smaller capacity the same way (findings.smaller).
         long = len(trace) > LONG
         if finding.shrunk and long:
-            trace, capacity, smaller, used = _at_smaller(subject, profile, capacity, family,
-                                                         trace, tries // 2, cap)
+            trace, capacity, smaller, used = _at_smaller(subject, profile, capacity,
+                                                         run_capacity, family, trace,
+                                                         tries // 2, cap)
         if not smaller:  # (a witness at a smaller capacity is minimised already)
             trace, spent = bounded_witness(
                 trace, fails_with(subject, profile, capacity, family),
                 fails_with(subject, profile, capacity, family, observe=False, threads=False),
                 tries - used if finding.shrunk or not long else tries // 2, cap)
             used += spent
-        if not smaller and len(trace) > LONG:
-            trace, capacity, smaller, spent = _at_smaller(subject, profile, capacity, family,
-                                                          trace, tries - used, cap)
+        if not smaller and (len(trace) > LONG or capacity > run_capacity):
+            trace, capacity, smaller, spent = _at_smaller(subject, profile, capacity,
+                                                          run_capacity, family, trace,
+                                                          tries - used, cap)
             used += spent
     requirement, message = finding.requirement, finding.message
     if finding.requirement in COSTLY:
@@ -218,9 +221,12 @@ def _minimise(
         message += (f" (shown at capacity {capacity}: at the capacity of "
                     f"{finding.capacity or run_capacity} "
                     f"every witness found was longer than {LONG} steps)")
+    if capacity != (finding.capacity or run_capacity):  # moved (findings.smaller)
+        shown: int | None = None if capacity == run_capacity else capacity
+    else:
+        shown = finding.capacity
     return Finding(requirement, message, trace, finding.engine, True, finding.found_after_s,
-                   finding.found_after_calls, capacity if smaller else finding.capacity,
-                   finding.reference), used
+                   finding.found_after_calls, shown, finding.reference), used
 
 
 def _shrink_costly(
@@ -278,15 +284,17 @@ def _one_evicted(trace: Sequence[Action]) -> tuple[Action, ...]:
 
 
 def _at_smaller(
-    subject: Subject, profile: Profile, capacity: int, family: frozenset[str],
-    trace: tuple[Action, ...], tries: int, cap: float | None,
+    subject: Subject, profile: Profile, capacity: int, run_capacity: int,
+    family: frozenset[str], trace: tuple[Action, ...], tries: int, cap: float | None,
 ) -> tuple[tuple[Action, ...], int, bool, int]:
-    """``smaller_witness``, or ``trace`` as it was: the trace, its capacity,
-    whether it is a smaller capacity's witness, and the replays used."""
-    smaller = smaller_witness(subject, profile, capacity, family, len(trace), tries, cap)
-    if smaller is None:
-        return trace, capacity, False, 0
-    return smaller[0], smaller[1], True, smaller[2]
+    """``smaller.to_smaller_capacity``, or ``trace`` as it was: the trace,
+    its capacity, whether a fresh search found it (a shorter witness,
+    minimised already), and the replays used."""
+    moved, used = to_smaller_capacity(subject, profile, trace, capacity, family,
+                             run_capacity=run_capacity, tries=tries, cap=cap)
+    if moved is None:
+        return trace, capacity, False, used
+    return moved.trace, moved.capacity, moved.searched, used
 
 
 COSTLY_REPLAYS = 12

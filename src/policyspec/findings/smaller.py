@@ -1,26 +1,46 @@
-"""A shorter witness at a smaller capacity.
+"""How a finding moves to a smaller cache capacity: the one mechanism
+every engine's findings go through (``finish`` calls
+``to_smaller_capacity``), and the one an engine calls when its own trace
+is too large to judge at all (``first_played``).
 
-Some faults show only once the cache has been through a full cycle (ARC
-adapts its target when a ghost list is hit, and its lists are as long as
-the capacity): at the run's capacity of 64 every witness holds a hundred
-steps or more, however well it is shrunk, while at capacity 8 the same
-fault shows in a dozen. A trace found at 64 cannot simply be replayed at 8
-(it holds more keys than fit), so the fast engine searches again, briefly,
-at a few small capacities, and the shortest witness of the same fault wins;
-the report then names the capacity it runs at (``Finding.capacity``).
+A witness is easiest to read, and cheapest to replay, at the smallest
+capacity that shows it. Two ways get there, cheap first:
+
+* the same trace at smaller capacities: a trace that never holds more than
+  a few keys at once replays unchanged in a smaller cache (the most keys
+  it holds, then the threshold capacities above that:
+  ``sizes.smaller_capacities``). This is for findings an engine made at a
+  capacity above the run's (a large example, a long run).
+* a fresh search: some faults show only once the cache has been through a
+  full cycle (ARC adapts its target when a ghost list is hit, and its
+  lists are as long as the capacity), so at 64 every witness holds a
+  hundred steps or more however well it is shrunk, while at 8 the same
+  fault shows in a dozen. Such a trace holds more keys than a small cache
+  fits, so the fast engine searches again, briefly, at a few small
+  capacities, and the shortest witness of the same fault wins; the report
+  then names the capacity it runs at.
+
+Every replay is counted against the caller's ``tries``; the wall-time
+``cap`` only stops early, so the same seed gives the same witness on any
+machine that finishes.
 """
 
 from __future__ import annotations
 
-from policyspec.engines.fast import run_fast
+from dataclasses import dataclass
+
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.run.context import EngineContext, capped
+from policyspec.sources.sizes import first_played, peak_keys, smaller_capacities
 from policyspec.subject import Subject
 from policyspec.witness.minimise import bounded_witness
-from policyspec.witness.reproduce import fails_with
+from policyspec.witness.reproduce import fails_with, failure_of
 
-__all__ = ["CAPACITIES", "LONG", "SEARCH_UNITS", "smaller_witness"]
+__all__ = [
+    "CAPACITIES", "LONG", "SEARCH_UNITS", "SmallerWitness", "same_trace_smaller",
+    "searched_smaller", "to_smaller_capacity",
+]
 
 LONG = 25
 """A witness longer than this is worth a search at a smaller capacity."""
@@ -30,7 +50,79 @@ SEARCH_UNITS = 1.0
 """The fast engine's work (run.budget) at each capacity."""
 
 
-def smaller_witness(
+
+@dataclass(frozen=True)
+class SmallerWitness:
+    """A finding's witness at a smaller capacity than it was handed over at."""
+
+    trace: tuple[Action, ...]
+    capacity: int
+    searched: bool
+    """True: a shorter witness a fresh search found, minimised there
+    already; False: the same trace, replayed at the smaller capacity."""
+
+
+def to_smaller_capacity(
+    subject: Subject,
+    profile: Profile,
+    trace: tuple[Action, ...],
+    capacity: int,
+    family: frozenset[str],
+    *,
+    run_capacity: int,
+    tries: int,
+    cap: float | None,
+) -> tuple[SmallerWitness | None, int]:
+    """``trace``, which fails with an id of ``family`` at ``capacity``, at a
+    smaller capacity (None: none shows it), and the replays that took (at
+    most ``tries``). First, when ``capacity`` is above the run's, the same
+    trace at the smallest capacity that still shows it; then, for a trace
+    over LONG steps, a shorter witness found afresh below ``capacity``,
+    which wins over the first."""
+    used = 0
+    moved: SmallerWitness | None = None
+    if capacity > run_capacity and trace:  # (a measurement has no trace to replay)
+        smallest, used = same_trace_smaller(subject, profile, trace, capacity, family,
+                                            tries, cap)
+        if smallest is not None:
+            moved = SmallerWitness(trace, smallest, searched=False)
+    if len(trace) > LONG:
+        found = searched_smaller(subject, profile, capacity, family, len(trace),
+                                 tries - used, cap)
+        if found is not None:
+            moved = SmallerWitness(found[0], found[1], searched=True)
+            used += found[2]
+    return moved, used
+
+
+def same_trace_smaller(
+    subject: Subject,
+    profile: Profile,
+    trace: tuple[Action, ...],
+    capacity: int,
+    family: frozenset[str],
+    tries: int,
+    cap: float | None,
+) -> tuple[int | None, int]:
+    """The smallest capacity below ``capacity`` at which ``trace`` still
+    fails with an id of ``family`` (None: none does), trying the most keys
+    it holds at once, then each threshold capacity above that, smallest
+    first; and the replays made (at most ``tries``). Replayed without a get
+    of every key: a large example's trace names hundreds."""
+    used = 0
+
+    def fails_at(size: int) -> bool | None:
+        nonlocal used
+        used += 1
+        again = failure_of(subject, profile, size, trace, observe=False,
+                           fatal=family.__contains__)
+        return True if again is not None and again.requirement in family else None
+
+    shown = first_played(smaller_capacities(capacity, peak_keys(trace)), fails_at, tries, cap)
+    return (None if shown is None else shown[0]), used
+
+
+def searched_smaller(
     subject: Subject,
     profile: Profile,
     capacity: int,
@@ -39,10 +131,13 @@ def smaller_witness(
     tries: int,
     cap: float | None,
 ) -> tuple[tuple[Action, ...], int, int] | None:
-    """The shortest witness of ``family`` found at a capacity below
-    ``capacity`` that is shorter than ``known`` steps, with its capacity
-    and the replays its minimising used (at most ``tries``, until the
-    wall-time ``cap``); None when there is none."""
+    """The shortest witness of ``family`` the fast engine finds at one of
+    CAPACITIES below ``capacity`` that is shorter than ``known`` steps,
+    with its capacity and the replays its minimising used (at most
+    ``tries``); None when there is none."""
+    # Imported here: the fast engine calls this module for its long runs.
+    from policyspec.engines.fast import run_fast
+
     best: tuple[tuple[Action, ...], int] | None = None
     used = 0
     for small in CAPACITIES:

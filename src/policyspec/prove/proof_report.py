@@ -168,7 +168,7 @@ class ProofReport:
         return [self._row(r, failed_in.get(r.name, [])) for r in self.results]
 
     def to_text(self) -> str:
-        from policyspec.vllm.releases import emulated
+        from policyspec.protocols import emulated
 
         b = self.budget
         out = [

@@ -165,7 +165,7 @@ class Report:
         """The vLLM release the run stood for, in words: whose API it called
         and, when an engine drove a manager (``MANAGER_ENGINES``), whose
         manager; a replay, a proof or a history called no manager."""
-        from policyspec.vllm.releases import emulated
+        from policyspec.protocols import emulated
 
         engines = self.stats.get("engines") or {}
         driven = any(isinstance(engines.get(name), dict) and engines[name].get("calls")

@@ -8,12 +8,17 @@ shrinks a size fault to the smallest size that still shows it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+from policyspec.run.context import capped
 
 __all__ = [
     "CAPACITIES", "FAST_LONG_CAPACITY", "FILL_MOST", "LENGTHS", "STEEP_MOST", "THRESHOLDS",
-    "peak_keys", "sizes_up_to", "smaller_capacities",
+    "first_played", "peak_keys", "played_capacities", "sizes_up_to", "smaller_capacities",
 ]
+
+T = TypeVar("T")
 
 THRESHOLDS = (63, 64, 65, 127, 128, 129, 255, 256, 257, 1000, 1001, 1023, 1024, 1025,
               4095, 4096, 4097)
@@ -84,3 +89,33 @@ def peak_keys(trace: Sequence[tuple[object, ...]]) -> int:
             evicted += n if isinstance(n, int) else 0
         peak = max(peak, len(present) - evicted)
     return peak
+
+
+def played_capacities(found: int, first: Iterable[int]) -> list[int]:
+    """The capacities below ``found`` an example is played again at, each
+    once: ``first`` (the engine's ordinary capacities, where a witness is
+    shortest), then the threshold capacities, smallest first."""
+    out: list[int] = []
+    for size in (*first, *CAPACITIES):
+        if size < found and size not in out:
+            out.append(size)
+    return out
+
+
+def first_played(
+    sizes: Iterable[int], play: Callable[[int], T | None], tries: int | None = None,
+    cap: float | None = None,
+) -> tuple[int, T] | None:
+    """The first of ``sizes`` at which ``play`` shows the fault (what it
+    returned, not None), with that size; None when none does within
+    ``tries`` plays (None: no bound) or before the wall-time ``cap``. An
+    engine whose trace is too large to judge plays its example again from
+    its seed at ``played_capacities``; ``same_trace_smaller`` replays one
+    trace."""
+    for count, size in enumerate(sizes):
+        if capped(cap) or (tries is not None and count >= tries):
+            return None
+        shown = play(size)
+        if shown is not None:
+            return size, shown
+    return None

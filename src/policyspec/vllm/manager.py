@@ -75,9 +75,9 @@ RELEASES = tuple(r.series for r in FOLLOWED)
 def release_for(api: str) -> str:
     """The manager release that drives a policy of API revision ``api``:
     0.34's for R10, 0.33's for every revision with request hooks before it
-    (``releases.manager_release``, which names the release in reports)."""
+    (``protocols.manager_release``, which names the release in reports)."""
+    from policyspec.protocols import manager_release
     from policyspec.vllm.releases import RELEASES as SHIPPED
-    from policyspec.vllm.releases import manager_release
 
     release = manager_release(api)
     return (release or SHIPPED[0]).series
