@@ -9,7 +9,6 @@ afresh at capacity 8: tests/test_witnesses.py.)"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from typing import Any, ClassVar
 
@@ -28,6 +27,7 @@ from policyspec.profiles import get_profile
 from policyspec.reference.lru import LRUCachePolicy
 from policyspec.registry import load_registry
 from policyspec.reports.report import FailureReport
+from policyspec.run.context import EngineContext
 from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.sizes import CAPACITIES, FAST_LONG_CAPACITY, first_played, played_capacities
 from policyspec.subject import Subject
@@ -73,8 +73,9 @@ def _finished(subject: Subject, finding: Finding, tries: int = 300) -> FailureRe
 
 
 def _built(failure: FailureReport) -> int:
-    [built] = re.findall(r"subject\.build\((\d+)\)", failure.repro)
-    return int(built)
+    """The capacity the failure's witness runs at, as its report says."""
+    assert failure.capacity is not None
+    return failure.capacity
 
 
 @pytest.mark.parametrize("engine", ["stateful", "manager", "trace", "fast"])
@@ -195,7 +196,7 @@ def test_a_long_runs_finding_is_handed_over_at_its_size_and_stays_above_the_faul
     # the long run does, is played again down to 255 blocks, and the
     # report keeps 255: the route's replays below it do not show it.
     subject = _short_above(200)
-    run = run_fast(subject, CORE, 0, 0, RUN, examples=LONG_FIRST + LONG_COST)
+    run = run_fast(EngineContext(subject, CORE, 0, 0, RUN, count=LONG_FIRST + LONG_COST))
     assert run.error is None and run.counts["long_runs"] == 1
     [finding] = run.findings
     assert (finding.requirement, finding.capacity) == ("EVICT-EXACT-N", 255)
