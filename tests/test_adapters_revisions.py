@@ -465,7 +465,7 @@ def test_a_policy_that_fits_both_is_driven_as_the_installed_vllms_revision(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from policyspec.adapters import revisions as loader
-    from policyspec.vllm.releases import release_of
+    from policyspec.releases import release_of
 
     monkeypatch.setattr(loader, "installed_release", lambda: ("0.33.2", release_of("0.33.2")))
     subject = subject_for_class(R9AndR10)

@@ -1,7 +1,7 @@
 """Every command's ``--help`` lists the exit codes it can return, as
 ``policyspec.exits.COMMAND_EXITS`` has them, and the codes a command's code
 returns are in its row; the helps, summaries and reports name the vLLM
-release whose API and manager the run emulated (``vllm.releases``)."""
+release whose API and manager the run emulated (``policyspec.releases``)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import pytest
 import policyspec.exits as exits
 from policyspec.cli import COMMANDS, build_parser, main
 from policyspec.exits import COMMAND_EXITS, EXIT_FAILS
+from policyspec.releases import RELEASES
 from policyspec.reports.report import Report
 from policyspec.reports.verdict import VERDICTS, exit_code
 from policyspec.reports.write import FORMATS
-from policyspec.vllm.releases import RELEASES
 
 SOURCES = Path(exits.__file__).parent / "commands"
 

@@ -35,7 +35,7 @@ COMMAND_AND_ENGINE = {
 }
 
 
-# One record per vLLM release: vllm/releases/<folder>/release.py holds the same
+# One record per vLLM release: releases/<folder>/release.py holds the same
 # kind of thing in every folder (a Release), found by scanning, never imported
 # by name.
 PER_RELEASE = {"release"}
@@ -66,7 +66,7 @@ def allowed(name: str, where: list[str]) -> bool:
     if name in COMMAND_AND_ENGINE:
         return sorted(where) == sorted([f"commands/{name}.py", COMMAND_AND_ENGINE[name]])
     if name in PER_RELEASE:
-        return all(Path(w).parent.parent.as_posix() == "vllm/releases"
+        return all(Path(w).parent.parent.as_posix() == "releases"
                    and Path(w).name == f"{name}.py" for w in where)
     return False
 

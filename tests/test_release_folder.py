@@ -1,4 +1,4 @@
-"""Following a vLLM release is adding one folder (policyspec.vllm.releases):
+"""Following a vLLM release is adding one folder (policyspec.releases):
 a made-up vLLM 0.35.0 whose revision R11 is R10 plus one hook,
 ``on_request_preempted``, is added as a folder outside the package, put on
 the discovery path by ``POLICYSPEC_RELEASES``, and ``new``, ``check``,
@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from drift_trees import write_tree
 
-from policyspec.vllm.releases import RELEASES, Release, discover
+from policyspec.releases import RELEASES, Release, discover
 
 HOOK = "on_request_preempted"
 
 RELEASE_PY = textwrap.dedent(f'''\
-    from policyspec.vllm.releases import Release
+    from policyspec.releases import Release
 
     RELEASE = Release(
         version="0.35.0",
@@ -99,7 +99,7 @@ def test_two_folders_of_one_series_or_revision_are_refused(
 ) -> None:
     (tmp_path / "v_dup").mkdir()
     (tmp_path / "v_dup" / "release.py").write_text(
-        "from policyspec.vllm.releases import Release\n"
+        "from policyspec.releases import Release\n"
         f"RELEASE = Release(version={version!r}, revision={revision!r})\n")
     with pytest.raises(ValueError, match="v0_34"):
         discover([tmp_path])

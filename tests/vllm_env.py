@@ -48,7 +48,7 @@ def installed_release(vllm: ModuleType) -> str:
     """The manager release of the installed vLLM (``policyspec.vllm.manager``
     emulates "0.33" and "0.34"): the series of ``vllm.__version__``; a test
     module fails when it is not one policyspec follows."""
-    from policyspec.vllm.releases import release_of
+    from policyspec.releases import release_of
 
     version = str(getattr(vllm, "__version__", "unknown"))
     release = release_of(version)

@@ -32,8 +32,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from policyspec.releases import releases_text
     from policyspec.version import __version__
-    from policyspec.vllm.releases import releases_text
 
     parser = _Parser(
         prog="policyspec",

@@ -113,7 +113,7 @@ def load_target(text: str) -> type:
 
 def _installed_revision() -> str | None:
     """The revision of the installed vLLM release, or None."""
-    from policyspec.vllm.releases import installed_release
+    from policyspec.releases import installed_release
 
     installed = installed_release()
     release = installed[1] if installed is not None else None
@@ -122,7 +122,7 @@ def _installed_revision() -> str | None:
 
 def _untouched() -> set[str]:
     """The revisions of the releases whose base class has no ``touch``."""
-    from policyspec.vllm.releases import RELEASES
+    from policyspec.releases import RELEASES
 
     return {r.revision for r in RELEASES if not r.manager_touches}
 

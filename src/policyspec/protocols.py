@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
-from policyspec.vllm.releases import RELEASES, Release
+from policyspec.releases import RELEASES, Release
 
 __all__ = [
     "API_HELP",
@@ -395,7 +395,7 @@ _TABLE: tuple[Revision, ...] = (
 
 def _released(release: Release) -> Revision:
     """A release's revision, read from its folder's record
-    (policyspec.vllm.releases); its Protocol class is the one above, or a
+    (policyspec.releases); its Protocol class is the one above, or a
     bare stand-in class of the same name for a release this module does not
     spell out yet (mypy then checks nothing against it)."""
     name = f"CachePolicy{release.revision}"

@@ -8,13 +8,12 @@ speaks the seed (R3) interface.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policyspec.environment import Environment, LocalEnvironment
-from policyspec.model.request import GROUP_STRIDE
+from policyspec.model.request import offload_key
 
 __all__ = [
     "ALL_CAPABILITIES",
@@ -64,17 +63,6 @@ class Block:
 
     def __repr__(self) -> str:
         return f"Block(ref_cnt={self.ref_cnt}, block_id={self.block_id})"
-
-
-def offload_key(index: int) -> bytes:
-    """The real key of model key ``index``, in vLLM's OffloadKey format:
-    block-hash bytes, then the KV-cache group index as 4 big-endian bytes.
-    The group is ``index // GROUP_STRIDE`` (model/request.py), so keys of
-    several groups may share a block hash, as in vLLM; distinct indexes give
-    distinct keys."""
-    group, block = divmod(index, GROUP_STRIDE)
-    digest = hashlib.blake2b(block.to_bytes(8, "big", signed=True), digest_size=16).digest()
-    return digest + group.to_bytes(4, "big")
 
 
 @dataclass(frozen=True)

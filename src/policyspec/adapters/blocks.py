@@ -29,7 +29,7 @@ _DEFAULT_HOME = "vllm.v1.kv_offload.cpu.policies.base"
 def policy_home(api: str) -> str:
     """The vLLM module that defines ``CachePolicy`` (and its block type) at
     revision ``api``."""
-    from policyspec.vllm.releases import find
+    from policyspec.releases import find
 
     release = find(api)
     return release.policy_home if release is not None else _HOME.get(api, _DEFAULT_HOME)

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 
 from policyspec.protocols import REVISIONS, CallShape, call_shape, own_member
-from policyspec.vllm.releases import RELEASES, installed_release
+from policyspec.releases import RELEASES, installed_release
 
 __all__ = ["FORK_HOOKS", "Detection", "block_kind", "choose_revision", "detect"]
 

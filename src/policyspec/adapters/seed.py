@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from policyspec.protocols import own_member
+from policyspec.releases import RELEASES
 from policyspec.subject import SeedPolicy
-from policyspec.vllm.releases import RELEASES
 
 __all__ = ["HOOK_REVISIONS", "SeedAdapter", "adapt", "unwrap"]
 

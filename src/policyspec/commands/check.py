@@ -84,7 +84,7 @@ def _shard(text: str) -> tuple[int, int]:
 def add_parser(sub: Any) -> None:
     from policyspec.engines import ENGINES
     from policyspec.options import DEFAULT_CALL_TIMEOUT, DEFAULT_CAPACITY
-    from policyspec.vllm.releases import releases_text
+    from policyspec.releases import releases_text
 
     parser = sub.add_parser(
         "check",

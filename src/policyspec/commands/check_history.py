@@ -18,7 +18,7 @@ __all__ = ["add_parser", "render", "verdict_document"]
 
 
 def add_parser(sub: Any) -> None:
-    from policyspec.vllm.releases import releases_text
+    from policyspec.releases import releases_text
 
     parser = sub.add_parser(
         "check-history",

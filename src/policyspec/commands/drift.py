@@ -15,7 +15,7 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
-    from policyspec.vllm.releases import releases_text
+    from policyspec.releases import releases_text
 
     parser = sub.add_parser(
         "drift",
@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
                         help="also write the result as JSON (schema policyspec-drift/1)")
     parser.add_argument("--record", metavar="REVISION",
                         help="store this vLLM's fingerprint as a known revision (R11): the "
-                        "signature.json of its release folder (policyspec/vllm/releases/), "
+                        "signature.json of its release folder (policyspec/releases/), "
                         "else policyspec/vllm/drift/known/R11.json (maintainers, in an "
                         "editable install)")
     parser.set_defaults(handler=run)

@@ -13,8 +13,8 @@ __all__ = ["add_parser"]
 
 
 def add_parser(sub: Any) -> None:
+    from policyspec.releases import releases_text
     from policyspec.starter import newest_released, released
-    from policyspec.vllm.releases import releases_text
 
     parser = sub.add_parser(
         "new",

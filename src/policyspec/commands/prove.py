@@ -37,7 +37,7 @@ def add_parser(sub: Any) -> None:
     from policyspec.prove.canonical import OPERATIONS
     from policyspec.prove.proof_target import DECLARED
     from policyspec.prove.prover import DEFAULT_MODEL_BUDGET, DEFAULT_TARGET_BUDGET
-    from policyspec.vllm.releases import releases_text
+    from policyspec.releases import releases_text
 
     parser = sub.add_parser(
         "prove",

@@ -18,7 +18,7 @@ __all__ = ["add_parser", "record"]
 
 
 def add_parser(sub: Any) -> None:
-    from policyspec.vllm.releases import RELEASES, releases_text
+    from policyspec.releases import RELEASES, releases_text
 
     parser = sub.add_parser(
         "record",
@@ -115,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     seconds = time.monotonic() - started
     from policyspec.protocols import emulated
+    from policyspec.releases import release_of
     from policyspec.vllm.manager import release_for
-    from policyspec.vllm.releases import release_of
 
     driven = release_of(release_for(guard.api))  # (the manager _record drove)
     print(f"{args.out}: {guard.calls:,} calls of {guard.target_name} in {seconds:.1f} s "

@@ -22,7 +22,7 @@ __all__ = ["add_parser"]
 
 def add_parser(sub: Any) -> None:
     from policyspec.options import DEFAULT_CALL_TIMEOUT
-    from policyspec.vllm.releases import releases_text
+    from policyspec.releases import releases_text
 
     parser = sub.add_parser(
         "replay",

@@ -35,7 +35,7 @@ def ratio(text: str) -> float:
 
 def add_parser(sub: Any) -> None:
     from policyspec.commands.check import _shard, positive_int
-    from policyspec.vllm.releases import RELEASES
+    from policyspec.releases import RELEASES
     from policyspec.workload.player import SEMANTICS
 
     parser = sub.add_parser(

@@ -1,28 +1,10 @@
-"""How a finding moves to a smaller cache capacity: the one mechanism
-every engine's findings go through (``finish`` calls
-``to_smaller_capacity``), and the one an engine calls when its own trace
-is too large to judge at all (``first_played``).
-
-A witness is easiest to read, and cheapest to replay, at the smallest
-capacity that shows it. Two ways get there, cheap first:
-
-* the same trace at smaller capacities: a trace that never holds more than
-  a few keys at once replays unchanged in a smaller cache (the most keys
-  it holds, then the threshold capacities above that:
-  ``sizes.smaller_capacities``). This is for findings an engine made at a
-  capacity above the run's (a large example, a long run).
-* a fresh search: some faults show only once the cache has been through a
-  full cycle (ARC adapts its target when a ghost list is hit, and its
-  lists are as long as the capacity), so at 64 every witness holds a
-  hundred steps or more however well it is shrunk, while at 8 the same
-  fault shows in a dozen. Such a trace holds more keys than a small cache
-  fits, so the fast engine searches again, briefly, at a few small
-  capacities, and the shortest witness of the same fault wins; the report
-  then names the capacity it runs at.
-
-Every replay is counted against the caller's ``tries``; the wall-time
-``cap`` only stops early, so the same seed gives the same witness on any
-machine that finishes.
+"""How a finding moves to a smaller cache capacity, the one mechanism every
+engine's findings go through (``finish`` calls ``to_smaller_capacity``;
+spec/sizes.md): first the same trace at smaller capacities (cheap, for a
+finding made above the run's capacity), then a brief fresh search at a few
+small capacities for a fault that needs a full cycle of the cache (ARC).
+Every replay counts against the caller's ``tries``; the ``cap`` only stops
+early, so the same seed gives the same witness on any machine.
 """
 
 from __future__ import annotations

@@ -12,10 +12,9 @@ from typing import ClassVar
 
 from policyspec.model.actions import Action, Primitive
 from policyspec.model.probe import Probe, ProbeResult
-from policyspec.model.request import Requests, ordered_keys
+from policyspec.model.request import Requests, offload_key, ordered_keys
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 from policyspec.model.step import Diagnosis
-from policyspec.subject import offload_key
 
 __all__ = ["LRU033Diagnosis", "LRU033Refinement", "LRU034Refinement", "Ranks"]
 

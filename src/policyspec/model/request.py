@@ -8,6 +8,7 @@ the model.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,6 +24,7 @@ __all__ = [
     "can_finish",
     "can_store_miss",
     "group_of",
+    "offload_key",
     "ordered_keys",
 ]
 
@@ -141,3 +143,14 @@ def ordered_keys(groups: Iterable[Sequence[int]], positions: Mapping[int, int]) 
     if all(k in positions for k in keys):
         keys.sort(key=positions.__getitem__)
     return keys
+
+
+def offload_key(index: int) -> bytes:
+    """The real key of model key ``index``, in vLLM's OffloadKey format:
+    block-hash bytes, then the KV-cache group index as 4 big-endian bytes.
+    The group is ``index // GROUP_STRIDE`` (model/request.py), so keys of
+    several groups may share a block hash, as in vLLM; distinct indexes give
+    distinct keys."""
+    group, block = divmod(index, GROUP_STRIDE)
+    digest = hashlib.blake2b(block.to_bytes(8, "big", signed=True), digest_size=16).digest()
+    return digest + group.to_bytes(4, "big")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
-from policyspec.vllm.releases import RELEASES as FOLLOWED
+from policyspec.releases import RELEASES as FOLLOWED
 from policyspec.vllm.standins.keys import get_offload_group_idx
 from policyspec.vllm.standins.policies import ChunkStatus
 
@@ -69,7 +69,7 @@ class ManagerEvent:
 
 RELEASES = tuple(r.series for r in FOLLOWED)
 """The manager releases emulated, one per release folder
-(policyspec.vllm.releases; 0.33 and 0.34: R9 and R10)."""
+(policyspec.releases; 0.33 and 0.34: R9 and R10)."""
 
 
 def release_for(api: str) -> str:
@@ -77,7 +77,7 @@ def release_for(api: str) -> str:
     0.34's for R10, 0.33's for every revision with request hooks before it
     (``protocols.manager_release``, which names the release in reports)."""
     from policyspec.protocols import manager_release
-    from policyspec.vllm.releases import RELEASES as SHIPPED
+    from policyspec.releases import RELEASES as SHIPPED
 
     release = manager_release(api)
     return (release or SHIPPED[0]).series

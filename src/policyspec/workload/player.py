@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from policyspec.releases import RELEASES
 from policyspec.vllm.manager import OffloadingManagerEmulation
-from policyspec.vllm.releases import RELEASES
 from policyspec.vllm.standins.keys import ReqContext
 from policyspec.vllm.traffic import ManagerInterface
 from policyspec.workload.reader import BLOCK_TOKENS, TraceRequest, block_key
@@ -40,7 +40,7 @@ MANAGERS: dict[str, Callable[..., Any]] = {
     **{r.revision: partial(OffloadingManagerEmulation, release=r.series) for r in RELEASES},
 }
 """The emulated manager that drives a policy of each API revision with the
-request hooks: each release folder's (policyspec.vllm.releases) for its
+request hooks: each release folder's (policyspec.releases) for its
 revision, vLLM 0.33.0's (no touch) for R10, and the oldest release's for R8,
 whose hooks it also calls."""
 

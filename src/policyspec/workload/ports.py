@@ -11,15 +11,15 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from policyspec.adapters.seed import unwrap
+from policyspec.releases import RELEASES
 from policyspec.subject import SeedPolicy, Subject
-from policyspec.vllm.releases import RELEASES
 from policyspec.vllm.standins.policies import ChunkStatus
 
 __all__ = ["NATIVE", "Chunk", "DefaultHooks", "driven_policy"]
 
 NATIVE = frozenset(r.revision for r in RELEASES)
 """Revisions whose policies the emulated manager calls directly: those of
-the release folders (policyspec.vllm.releases)."""
+the release folders (policyspec.releases)."""
 
 
 class Chunk(ChunkStatus):

@@ -21,9 +21,9 @@ from typing import Any
 import policyspec.hash_order as hash_order
 from policyspec.adapters import load_subject
 from policyspec.adapters.seed import unwrap
+from policyspec.releases import RELEASES, find
 from policyspec.subject import Subject
 from policyspec.vllm import standins
-from policyspec.vllm.releases import RELEASES, find
 from policyspec.vllm.standins.gaps import raise_if_gap
 from policyspec.workload.measure import TimedPolicy, owned_bytes
 from policyspec.workload.player import SEMANTICS, Player, Timing, manager_class, play_in_turn
@@ -55,7 +55,7 @@ SCHEMA = "policyspec-simulate/1"
 REFERENCES: dict[str, tuple[tuple[str, str], ...]] = {
     r.revision: r.references for r in RELEASES if r.references}
 """The in-tree policies a target is compared with, by its revision, as each
-release folder names them (policyspec.vllm.releases): vLLM 0.33.0's for R9,
+release folder names them (policyspec.releases): vLLM 0.33.0's for R9,
 0.34.0's for R10."""
 
 

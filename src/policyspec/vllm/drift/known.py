@@ -1,5 +1,5 @@
 """The fingerprints of the vLLM releases policyspec knows: each release
-folder's ``signature.json`` (policyspec.vllm.releases: ``v0_33/`` is vLLM
+folder's ``signature.json`` (policyspec.releases: ``v0_33/`` is vLLM
 0.33.0, R9), and one JSON file per revision recorded but not yet given a
 folder, in ``known/`` beside this module. ``policyspec drift WHEEL --record
 R11`` in an editable install writes ``known/R11.json`` (spec/drift.md);
@@ -38,7 +38,7 @@ def _stored(directory: Path | None) -> list[tuple[Path, str]]:
     then ``KNOWN_DIR``'s (a revision with both is read from its folder)."""
     if directory is not None:
         return [(p, p.stem) for p in sorted(directory.glob("*.json"))]
-    from policyspec.vllm.releases import RELEASES
+    from policyspec.releases import RELEASES
 
     found = [(r.signature, r.revision) for r in RELEASES if r.signature is not None]
     folders = {revision for _, revision in found}
@@ -66,8 +66,8 @@ def record(fingerprint: Fingerprint, revision: str, directory: Path | None = Non
     return the path: ``directory/REV.json``, or by default the signature of
     the release folder of that revision, or ``known/REV.json`` when no
     folder has it yet."""
+    from policyspec.releases import find
     from policyspec.reports.report import write_atomic
-    from policyspec.vllm.releases import find
 
     if not REVISION_NAME.fullmatch(revision):
         raise ValueError(f"--record {revision!r}: a revision is named R<number> (R11)")

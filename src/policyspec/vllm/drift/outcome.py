@@ -58,7 +58,7 @@ class Drift:
         if near is None:
             return [f"policyspec drift: {self._what()}: policyspec has no recorded "
                     "fingerprint to compare it with (no release folder of "
-                    "policyspec/vllm/releases/ has a signature.json)"]
+                    "policyspec/releases/ has a signature.json)"]
         recorded = "" if near.vllm == self.fingerprint.vllm else \
             f", recorded from vLLM {near.vllm}"
         if self.status == KNOWN:

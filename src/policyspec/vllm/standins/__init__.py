@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from policyspec.vllm.releases import RELEASES
+from policyspec.releases import RELEASES
 from policyspec.vllm.standins import intree, keys, policies
 from policyspec.vllm.standins.placeholders import (
     LoadRecord,

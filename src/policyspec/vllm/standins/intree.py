@@ -15,7 +15,7 @@ from typing import Any
 from policyspec.reference.arc import ARCCachePolicy as _ReferenceARC
 from policyspec.reference.lru034 import LRU034CachePolicy
 from policyspec.reference.requests import RequestContextLike
-from policyspec.vllm.releases import RELEASES
+from policyspec.releases import RELEASES
 from policyspec.vllm.standins.policies import DEFAULT_MARK, CachePolicy
 
 __all__ = ["ARCCachePolicy", "LRUCachePolicy", "drive_as"]

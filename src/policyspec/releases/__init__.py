@@ -84,7 +84,7 @@ def _load(folder: Path) -> Release:
     """The ``RELEASE`` of ``folder/release.py``. A folder whose file does not
     define one is a bug of whoever added it: ValueError naming the file."""
     path = folder / "release.py"
-    name = f"policyspec.vllm.releases.{folder.name}.release"
+    name = f"policyspec.releases.{folder.name}.release"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ValueError(f"{path}: cannot be loaded")

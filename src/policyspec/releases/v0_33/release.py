@@ -1,17 +1,18 @@
-"""vLLM 0.34.0: API revision R10 (spec/contract.md). ``touch`` is gone from
-policy and manager, ``on_request_finished`` is abstract, and the manager
-counts a key once per request toward its store threshold."""
+"""vLLM 0.33.0: API revision R9 (spec/contract.md). ``insert`` takes the
+storing request's context and ``on_request_access`` became upstream API;
+its manager still has ``touch``."""
 
-from policyspec.vllm.releases import Release
+from policyspec.releases import Release
 
 RELEASE = Release(
-    version="0.34.0",
-    revision="R10",
-    summary="vLLM 0.34.0: touch removed; on_request_finished abstract",
+    version="0.33.0",
+    revision="R9",
+    summary="vLLM 0.33.0: insert takes req_context; on_request_access upstream",
     methods=(
         ("get(key)", "core"),
         ("insert(key, chunk, req_context)", "core"),
         ("remove(key)", "core"),
+        ("touch(keys, req_context)", "core"),
         ("evict(n, protected)", "core"),
         ("clear()", "abstract"),
         ("mark_evictable(key)", "hook"),
@@ -19,16 +20,16 @@ RELEASE = Release(
         ("on_store_miss(keys, req_context)", "hook"),
         ("on_request_access(keys, req_context)", "hook"),
         ("on_request_finished(key_groups, insertion_only_keys, reused_keys, req_context)",
-         "abstract"),
+         "hook"),
     ),
-    manager_touches=False,
-    counts_once=True,
+    manager_touches=True,
+    counts_once=False,
     intree=(
         ("vllm.v1.kv_offload.cpu.policies.lru", "LRUCachePolicy"),
         ("vllm.v1.kv_offload.cpu.policies.arc", "ARCCachePolicy"),
     ),
     references=(
-        ("reference LRU", "policyspec.reference:LRU034CachePolicy"),
-        ("reference ARC", "policyspec.reference:ARC034CachePolicy"),
+        ("reference LRU", "policyspec.reference:LRU033CachePolicy"),
+        ("reference ARC", "policyspec.reference:ARCCachePolicy"),
     ),
 )
