@@ -32,16 +32,16 @@ def _block(language: str, text: str, after: str) -> str:
 
 def test_the_page_shows_the_worked_example_as_it_is() -> None:
     page = (ROOT / "spec" / "extending.md").read_text(encoding="utf-8")
-    module = (ROOT / "src" / "policyspec" / "model" / "fifo.py").read_text(encoding="utf-8")
+    module = (ROOT / "src" / "policyspec" / "examples" / "fifo.py").read_text(encoding="utf-8")
     registry = (ROOT / "spec" / "requirements" / "fifo.toml").read_text(encoding="utf-8")
-    assert _block("python", page, "`src/policyspec/model/fifo.py`:") == module
+    assert _block("python", page, "`src/policyspec/examples/fifo.py`:") == module
     assert _block("toml", page, "`spec/requirements/fifo.toml`:") == registry
 
 
 def test_the_registry_makes_the_profile_from_the_module() -> None:
     profile = get_profile("fifo")
     assert profile.includes == ("core", "fifo") and profile.exact
-    assert type(profile.refinement).__module__ == "policyspec.model.fifo"
+    assert type(profile.refinement).__module__ == "policyspec.examples.fifo"
 
 
 def test_a_fifo_policy_conforms_to_the_fifo_profile() -> None:

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from policyspec import hash_order
+import policyspec.hash_order as hash_order
 
 __all__ = [
     "CHILD_FLAG",
