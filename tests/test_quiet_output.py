@@ -14,11 +14,12 @@ import pytest
 
 from policyspec.cli import main
 from policyspec.exits import EXIT_UNJUDGED
+from policyspec.files import write_atomic
 from policyspec.harness.keymap import KeyMap
 from policyspec.harness.lockstep import _show_keys
 from policyspec.options import CheckOptions
 from policyspec.profiles import descriptions
-from policyspec.reports.report import Report, write_atomic
+from policyspec.reports.report import Report
 from policyspec.session import check_target
 
 ROOT = Path(__file__).resolve().parent.parent

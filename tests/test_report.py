@@ -9,10 +9,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from policyspec.files import write_atomic
 from policyspec.profiles import get_profile
 from policyspec.reference import LRUCachePolicy
 from policyspec.registry import spec_dir
-from policyspec.reports.report import Report, dumps, write_atomic
+from policyspec.reports.report import Report, dumps
 from policyspec.session import run_check
 from policyspec.subject import subject_from_class
 

@@ -19,6 +19,7 @@ from typing import ClassVar
 
 import pytest
 
+from policyspec.files import write_atomic
 from policyspec.registry import load_registry, requirements_for
 from policyspec.reports.report import (
     FAIL,
@@ -28,7 +29,6 @@ from policyspec.reports.report import (
     Report,
     dumps,
     load_report,
-    write_atomic,
 )
 from policyspec.reports.verdict import (
     INCOMPLETE,

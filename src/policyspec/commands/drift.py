@@ -41,7 +41,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from policyspec.reports.report import write_atomic
+    from policyspec.files import write_atomic
     from policyspec.vllm.drift import (
         UnreadableError,
         drift_of,

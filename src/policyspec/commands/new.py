@@ -37,7 +37,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from policyspec.reports.report import write_atomic
+    from policyspec.files import write_atomic
     from policyspec.starter import class_name_for, starter
 
     path = Path(args.path)

@@ -47,7 +47,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _write_markdown(path: str, text: str) -> None:
-    from policyspec.reports.report import write_atomic
+    from policyspec.files import write_atomic
 
     if path == "-":
         sys.stdout.write(text)

@@ -143,7 +143,7 @@ def _campaign(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from policyspec.reports.report import write_atomic
+    from policyspec.files import write_atomic
     from policyspec.workload.simulate import Cell, merge, read_campaign, run_cells
     from policyspec.workload.simulate_report import (
         campaign_json,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,6 @@ __all__ = [
     "load_report",
     "repro_line",
     "verdict_caveat",
-    "write_atomic",
 ]
 
 SCHEMA = "policyspec-report/1"
@@ -383,31 +381,6 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     except json.JSONDecodeError as exc:
         raise ReportError(f"{path}: not JSON ({exc})") from None
     return _from_json(data, str(path))
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new
-    one, never a part: a temporary file in the same directory, then rename."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        # mkstemp makes the file 0600; a report gets what the user's umask gives.
-        os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def dumps(report: Report) -> str:

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from policyspec.reports.report import Report, dumps, write_atomic
+from policyspec.files import write_atomic
+from policyspec.reports.report import Report, dumps
 from policyspec.reports.verdict import exit_code
 
 __all__ = ["FORMATS", "Format", "Outputs", "add_report_flags", "outputs_of",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from policyspec.files import write_atomic
 from policyspec.reports.html.markup import document, esc, prose, status_badge, verdict_badge
 from policyspec.reports.html.sections import (
     facts_list,
@@ -16,7 +17,6 @@ from policyspec.reports.html.sections import (
     status_counts,
 )
 from policyspec.reports.matrix import Change, Run, changes, diff_pairs, matrix_rows
-from policyspec.reports.report import write_atomic
 
 __all__ = ["render_matrix_page", "write_matrix_html"]
 

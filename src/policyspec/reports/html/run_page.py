@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from policyspec.files import write_atomic
 from policyspec.reports.html.markup import document, esc, verdict_badge
 from policyspec.reports.html.sections import (
     engines_table,
@@ -18,7 +19,7 @@ from policyspec.reports.html.sections import (
     notes_section,
     requirements_table,
 )
-from policyspec.reports.report import Report, verdict_caveat, write_atomic
+from policyspec.reports.report import Report, verdict_caveat
 
 __all__ = ["render_run_page", "write_html_report"]
 

@@ -66,8 +66,8 @@ def record(fingerprint: Fingerprint, revision: str, directory: Path | None = Non
     return the path: ``directory/REV.json``, or by default the signature of
     the release folder of that revision, or ``known/REV.json`` when no
     folder has it yet."""
+    from policyspec.files import write_atomic
     from policyspec.releases import find
-    from policyspec.reports.report import write_atomic
 
     if not REVISION_NAME.fullmatch(revision):
         raise ValueError(f"--record {revision!r}: a revision is named R<number> (R11)")
