@@ -152,6 +152,44 @@ def test_a_policy_that_breaks_the_play_is_exit_1_with_its_error(
     assert data["cells"][0]["error"] and data["cells"][1]["error"] is None
 
 
+NO_CLEAR = '''
+class Policy:
+    """A seed-API FIFO without clear or marks (an early revision)."""
+
+    def __init__(self, cache_capacity):
+        self.blocks = {}
+
+    def get(self, key):
+        return self.blocks.get(key)
+
+    def insert(self, key, block):
+        self.blocks[key] = block
+
+    def remove(self, key):
+        del self.blocks[key]
+
+    def touch(self, keys):
+        pass
+
+    def evict(self, n, protected):
+        if n == 0:
+            return []
+        out = [k for k, b in self.blocks.items() if b.ref_cnt == 0 and k not in protected][:n]
+        return None if len(out) < n else [(k, self.blocks.pop(k)) for k in out]
+'''
+
+
+def test_a_policy_without_clear_or_marks_plays_as_the_base_class_would(
+        tmp_path: Path) -> None:
+    # vLLM's base class gives a revision without marks marks that do nothing;
+    # the trace never resets, so a missing clear is never called
+    path = tmp_path / "no_clear.py"
+    path.write_text(NO_CLEAR)
+    assert simulate(tmp_path, "noclear", target=f"{path}:Policy") == 0
+    data = json.loads((tmp_path / "noclear.json").read_text())
+    assert all(cell["error"] is None for cell in data["cells"])
+
+
 def test_a_target_that_is_a_reference_is_listed_once(tmp_path: Path) -> None:
     assert simulate(tmp_path, "ref", target="policyspec.reference:LRU034CachePolicy") == 0
     data = json.loads((tmp_path / "ref.json").read_text())

@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from policyspec.adapters.seed import unwrap
+from policyspec.exits import UsageError
 from policyspec.releases import RELEASES
 from policyspec.subject import SeedPolicy, Subject
 from policyspec.vllm.standins.policies import ChunkStatus
@@ -30,6 +31,15 @@ class Chunk(ChunkStatus):
         return int(self.chunk_id)
 
 
+def _ignored(key: Any) -> None:
+    return None
+
+
+def _no_clear() -> None:
+    raise UsageError("the policy has no clear(), which vLLM's manager calls to reset "
+                     "the cache; define it to simulate a trace that resets")
+
+
 class DefaultHooks:
     """A seed-API policy with vLLM 0.33's base-class hooks (spec/traffic.md)."""
 
@@ -38,9 +48,11 @@ class DefaultHooks:
         self.get = policy.get
         self.remove = policy.remove
         self.evict = policy.evict
-        self.clear = policy.clear
-        self.mark_evictable = policy.mark_evictable
-        self.mark_non_evictable = policy.mark_non_evictable
+        # What an older revision lacks is what vLLM's base class gives it:
+        # marks do nothing; a policy without clear cannot be reset.
+        self.clear = getattr(policy, "clear", _no_clear)
+        self.mark_evictable = getattr(policy, "mark_evictable", _ignored)
+        self.mark_non_evictable = getattr(policy, "mark_non_evictable", _ignored)
         self._insert = policy.insert
         self._touch = policy.touch
 
