@@ -172,6 +172,14 @@ def _minimise(
             trace, used, costly_message = _shrink_costly(
                 subject, profile, capacity, trace, finding.requirement,
                 min(COSTLY_TRIES, tries))
+        if trace != finding.trace:
+            # Shrunk under a lower limit: a slow call (not an endless one) may
+            # pass at the run's own limit, where the snippet runs. One more
+            # replay at that limit decides; without it the engine's trace stands.
+            again = failure_of(subject, profile, capacity, trace, fatal=COSTLY.__contains__)
+            used += 1
+            if again is None or again.requirement != finding.requirement:
+                trace, costly_message = finding.trace, None
     elif not sized and family <= MANAGER_IDS:
         # Only the manager's bookkeeping sees these: replay with it.
         fails = manager_fails(subject, profile, capacity, family)
@@ -299,7 +307,8 @@ def _at_smaller(
 
 COSTLY_REPLAYS = 12
 """Replays that hang or kill the policy's process one witness's shrinking may
-make: a count, so the time a hang costs is bounded on any machine."""
+make (and one more at the run's own limit to confirm the result): a count,
+so the time a hang costs is bounded on any machine."""
 COSTLY_TRIES = 40
 """Replays in all when shrinking such a witness (the others return at once)."""
 COSTLY_LIMIT = 0.5
