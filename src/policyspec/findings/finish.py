@@ -72,11 +72,12 @@ def finish(
     for findings in found.values():
         # The shortest finding of each id; and when it is not a trace vLLM's
         # manager could make but an engine found one that is, the shortest
-        # such too: an author believes a fault the manager can cause.
+        # such too: an author believes a fault the manager can cause (not for
+        # a hang or a crash: each witness shrunk costs its own time limits).
         shortest = min(findings, key=lambda f: len(f.trace))
         chosen.append(shortest)
         managed = [f for f in findings if f.trace and by_manager(f.trace)]
-        if managed and not by_manager(shortest.trace):
+        if managed and not by_manager(shortest.trace) and shortest.requirement not in COSTLY:
             chosen.append(min(managed, key=lambda f: len(f.trace)))
     best: dict[str, Finding] = {}
     # The shortest trace of each id is minimised, MUSTs first, with one
