@@ -18,7 +18,7 @@ from functools import partial
 from time import monotonic
 
 from policyspec.engines.cost import superlinear
-from policyspec.engines.fast_driver import Difference, Driver
+from policyspec.engines.fast_driver import Difference, Driver, failed_call
 from policyspec.engines.fast_oracle import FastOracle
 from policyspec.environment import Environment
 from policyspec.harness import ConformanceFailure, Lockstep
@@ -381,12 +381,8 @@ def _play_long(
         driver.sweep()
     except Difference as difference:
         found = difference
-    except CallTimeout:
-        found = Difference("API-RETURNS", "a policy call did not return within the time limit")
-    except Exception as exc:  # the policy raised during a legal call
-        raise_if_gap(exc)
-        found = Difference("API-NO-RAISE", f"{_brief(runs[-1])} raised {type(exc).__name__}: "
-                           f"{keymap.text(str(exc))}")
+    except (CallTimeout, Exception) as exc:  # a legal call raised or hung
+        found = failed_call(exc, _brief(runs[-1]), keymap.text)
     finally:
         watch.op = None
         driver.environment.leave(outer)

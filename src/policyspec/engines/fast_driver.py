@@ -18,12 +18,14 @@ from typing import Any, ClassVar
 from policyspec.engines.fast_oracle import FastOracle
 from policyspec.environment import active
 from policyspec.harness.shapes import keys_shape, passed, set_shape
+from policyspec.harness.watchdog import CallTimeout
 from policyspec.model.state import IDLE
 from policyspec.model.step import Refinement
 from policyspec.sources.action_source import Run
 from policyspec.subject import Subject
+from policyspec.vllm.standins.gaps import raise_if_gap
 
-__all__ = ["Difference", "Driver"]
+__all__ = ["Difference", "Driver", "failed_call"]
 
 
 class Difference(Exception):
@@ -33,6 +35,17 @@ class Difference(Exception):
         super().__init__(f"{requirement}: {message}")
         self.requirement = requirement
         self.message = message
+
+
+def failed_call(exc: BaseException, call: str, text: Callable[[str], str] = str) -> Difference:
+    """What a legal call that did not return normally shows: API-RETURNS when
+    the time limit ended it, API-NO-RAISE when it raised (``text`` words the
+    exception's keys); policyspec's own gap is raised instead, never judged."""
+    if isinstance(exc, CallTimeout):
+        return Difference("API-RETURNS", f"a policy call in {call} did not return within the "
+                          "time limit")
+    raise_if_gap(exc)
+    return Difference("API-NO-RAISE", f"{call} raised {type(exc).__name__}: {text(str(exc))}")
 
 
 _REF_CNT = attrgetter("ref_cnt")

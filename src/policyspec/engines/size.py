@@ -16,7 +16,7 @@ from time import monotonic
 
 from policyspec.engines.cost import superlinear
 from policyspec.engines.fast import count_checks
-from policyspec.engines.fast_driver import Difference, Driver
+from policyspec.engines.fast_driver import Difference, Driver, failed_call
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY
 from policyspec.harness.keymap import KeyMap
@@ -32,7 +32,6 @@ from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import Run, actions_of
 from policyspec.sources.sizes import STEEP_MOST
 from policyspec.subject import Subject
-from policyspec.vllm.standins.gaps import raise_if_gap
 from policyspec.witness.minimise import coarse, renumbered
 from policyspec.witness.reproduce import failure_of
 from policyspec.witness.shrink import shrink
@@ -288,13 +287,8 @@ class Player:
             driver.sweep()
         except Difference as found:
             difference = found
-        except CallTimeout:
-            difference = Difference("API-RETURNS", f"a policy call in {_brief(runs[-1])} did "
-                                    "not return within the time limit")
-        except Exception as exc:  # the policy raised during a legal call
-            raise_if_gap(exc)
-            difference = Difference("API-NO-RAISE", f"{_brief(runs[-1])} raised "
-                                    f"{type(exc).__name__}: {exc}")
+        except (CallTimeout, Exception) as exc:  # a legal call raised or hung
+            difference = failed_call(exc, _brief(runs[-1]))
         finally:
             watch.op = None
             driver.environment.leave(outer)
