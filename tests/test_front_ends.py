@@ -80,6 +80,9 @@ def by_check(path: Path, header: Header, tmp: Path, budget: str, strict: bool) -
     document = json.loads(report.read_text())
     failing = {f["requirement"] for f in document["failures"]
                if f["level"] == "MUST" or strict}
+    # an id a reported witness also breaks is FAIL too (its test fails)
+    failing |= {r for f in document["failures"] if f["level"] == "MUST" or strict
+                for r in f.get("also_breaks", [])}
     shown = {f["requirement"] for f in document["failures"]} - failing
     # A MUST left unjudged fails its pytest test as the verdict says
     # (policyspec.reports.verdict): pytest's side of an unjudged run is a fail.
