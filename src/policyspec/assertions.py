@@ -14,29 +14,17 @@ from typing import Any
 
 from policyspec.findings.manager_replay import MANAGER_IDS, manager_failure
 from policyspec.model.actions import Action
-from policyspec.profiles import Profile, get_profile
+from policyspec.profiles import get_profile
 from policyspec.subject import Subject
-from policyspec.witness.reproduce import failure_of
+from policyspec.witness.reproduce import failure_of, family
 
 __all__ = [
     "assert_engine_finds_nothing",
     "assert_requirement_holds",
-    "family",
     "policy_class",
     "release_stand_ins",
     "vllm_types",
 ]
-
-
-def family(profile: Profile, requirement: str) -> frozenset[str]:
-    """The ids that show the same fault as ``requirement``: an exact
-    profile's wrong victims and its needless refusal are one wrong order."""
-    refinement = profile.refinement
-    if refinement is not None:
-        both = frozenset((refinement.order_requirement, refinement.liveness_requirement))
-        if requirement in both:
-            return both
-    return frozenset((requirement,))
 
 
 def policy_class(target: str, placeholders: Sequence[str] = ()) -> type:

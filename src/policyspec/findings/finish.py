@@ -30,6 +30,7 @@ from policyspec.witness.explain import culprit
 from policyspec.witness.minimise import bounded_witness, renumbered
 from policyspec.witness.render import comparison_repro, describe, measurement_repro, repro
 from policyspec.witness.reproduce import fails_with, failure_of
+from policyspec.witness.reproduce import family as family_of
 from policyspec.witness.shown import (
     LIMIT_FACTOR,
     MIN_LIMIT,
@@ -102,8 +103,6 @@ def finish(
             best[finding.requirement] = finding
     failures = []
     marks = subject.has("mark")
-    # A metamorphic finding's second run, for a trace minimising left alone.
-    references = {f.trace: f.reference for f in chosen if f.reference is not None}
     for rid, finding in best.items():
         known = registry.get(rid)
         level = known.level if known else "MUST"
@@ -111,7 +110,7 @@ def finish(
                                     finding, rid, replay=minimise)
         snippet = _snippet(subject, profile, finding, rid, message, seen,
                            capacity=finding.capacity or capacity, seed=seed, budget=budget,
-                           marks=marks, reference=references.get(finding.trace),
+                           marks=marks, reference=finding.reference,
                            call_limit=watchdog.limit or None)
         shown = _show(subject, snippet, rid, watchdog.limit)
         failures.append(
@@ -158,7 +157,7 @@ def _minimise(
     trace = finding.trace
     run_capacity = capacity
     capacity = finding.capacity or capacity
-    family = _family(profile, finding.requirement)
+    family = family_of(profile, finding.requirement)
     # A finding of the size engine was shrunk by size already: its traces
     # hold thousands of stores, which the minimiser would replay once per
     # key. (Other engines' findings at a capacity of their own are small.)
@@ -484,7 +483,7 @@ def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Find
         return finding.message, None  # (a process that ends is not replayed here)
     replay_ = manager_failure if rid in MANAGER_IDS else failure_of
     again = replay_(subject, profile, capacity, finding.trace,
-                    fatal=_family(profile, rid).__contains__)
+                    fatal=family_of(profile, rid).__contains__)
     if again is None or again.requirement != rid:
         # Blamed on another operation than the one that shows it: the
         # replay shows it as the first failure it meets.
@@ -544,14 +543,3 @@ def _show(subject: Subject, snippet: str, rid: str, call_limit: float) -> Shown 
         return Shown(False, why)
     return show(snippet, rid, max(MIN_LIMIT, LIMIT_FACTOR * call_limit))
 
-
-def _family(profile: Profile, requirement: str) -> frozenset[str]:
-    """The ids a shrunk trace may fail with and still show the same fault: a
-    refinement's wrong victims and its needless refusal are both a wrong
-    order, and ``culprit`` names the operation behind either."""
-    refinement = profile.refinement
-    if refinement is not None:
-        family = frozenset((refinement.order_requirement, refinement.liveness_requirement))
-        if requirement in family:
-            return family
-    return frozenset((requirement,))

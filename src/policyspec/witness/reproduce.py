@@ -10,7 +10,7 @@ from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
 
-__all__ = ["fails_with", "failure_of"]
+__all__ = ["fails_with", "failure_of", "family"]
 
 
 def failure_of(
@@ -61,3 +61,16 @@ def fails_with(
         return failure is not None and failure.requirement in family
 
     return fails
+
+
+def family(profile: Profile, requirement: str) -> frozenset[str]:
+    """The ids a trace may fail with and still show the same fault as
+    ``requirement``: an exact profile's wrong victims and its needless
+    refusal are one wrong order (``culprit`` names the operation behind
+    either)."""
+    refinement = profile.refinement
+    if refinement is not None:
+        both = frozenset((refinement.order_requirement, refinement.liveness_requirement))
+        if requirement in both:
+            return both
+    return frozenset((requirement,))
