@@ -77,6 +77,26 @@ def test_a_call_that_shows_its_own_fault_is_blamed_not_the_hook_before_it(engine
     assert _status(report, "HOOK-KEEPS-MEMBERSHIP") != FAIL
 
 
+@pytest.mark.parametrize("engine", ["fast", "stateful"])
+def test_a_clock_that_takes_a_referenced_chunk_on_no_lap_is_evict_s_fault(engine: str) -> None:
+    # on_request_access only set a reference bit, as CLOCK's hooks do; evict
+    # never looks a second time, so it refuses an eligible chunk
+    report = _check(f"{NEW / 'clock_one_pass_evict.py'}:ClockCachePolicy", "core", engine)
+    assert [f.requirement for f in report.failures] == ["EVICT-LIVENESS"], report.failures
+    assert _status(report, "HOOK-KEEPS-MEMBERSHIP") == PASS
+
+
+@pytest.mark.parametrize("target", [
+    f"{FAULTY / 'hooks' / 'hook_access_pins_keys.py'}:Policy",
+    f"{FAULTY / 'hooks' / 'hook034_access_frees_in_flight.py'}:Policy",
+])
+def test_a_hook_that_changes_eligibility_itself_is_blamed(target: str) -> None:
+    # the same observation as the CLOCK's above (evict will not take a key
+    # after a hook), but no run of evicts beside a fresh key ever reaches it
+    report = _check(target, "core", "stateful")
+    assert "HOOK-KEEPS-MEMBERSHIP" in [f.requirement for f in report.failures], report.failures
+
+
 def test_threads_are_blamed_only_where_the_trace_fails_with_them() -> None:
     # A witness whose trace passes on its own replay (a relation's, the
     # manager's bookkeeping, a measurement) keeps the id its engine gave it.

@@ -20,6 +20,7 @@ from policyspec.harness.failures import COSTLY, Aborted, CallerContractError
 from policyspec.harness.watchdog import Watchdog
 from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
 from policyspec.model.evict import eligible
+from policyspec.model.state import IDLE
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.reports.report import FailureReport
@@ -361,57 +362,109 @@ def _request_level_blame(
         return requirement, message
     # The trace needs its hooks; that alone does not make a hook guilty (a
     # remove that forgets where a hook legitimately moved a key is remove's
-    # fault). A hook is, when it changed eligibility itself: evict takes
-    # exactly the eligible keys right before it and not right after it.
+    # fault). A hook is, when it changed eligibility itself: right before
+    # it the policy holds exactly the eligible keys, right after it not.
     step = _hook_took_eligibility(subject, profile, capacity, trace)
     if step is None:
         return requirement, message
     return "HOOK-KEEPS-MEMBERSHIP", (
         f"{message}; the trace passes without its request hooks, and the hook at step "
-        f"{step + 1} changed which keys evict can take (right before it, evict takes "
-        "exactly the eligible keys; right after it, it does not), which the spec forbids "
-        "a hook to do")
+        f"{step + 1} changed which keys the policy holds eligible (right before it, evicts "
+        "reach exactly the eligible keys; right after it, they do not), which the spec "
+        "forbids a hook to do")
 
 
 def _hook_took_eligibility(
     subject: Subject, profile: Profile, capacity: int, trace: tuple[Action, ...],
 ) -> int | None:
-    """The index of the first hook of ``trace`` after which evict can take
-    other keys than the model's eligible ones (fewer, or more), although it
-    could take exactly those right before the hook; None when no hook
-    changed what evict can take."""
+    """The index of the first hook of ``trace`` after which the policy holds
+    other keys eligible than the model does (one lost, or one gained),
+    although it held exactly those right before the hook; None when no hook
+    changed eligibility."""
     for index, action in enumerate(trace):
         if action[0] in _HOOKS and (
-                _evicts_as_modelled(subject, profile, capacity, trace[:index])
-                and not _evicts_as_modelled(subject, profile, capacity, trace[:index + 1])):
+                _holds_eligible_as_modelled(subject, profile, capacity, trace[:index])
+                and not _holds_eligible_as_modelled(subject, profile, capacity,
+                                                    trace[:index + 1])):
             return index
     return None
 
 
-def _evicts_as_modelled(
+def _holds_eligible_as_modelled(
     subject: Subject, profile: Profile, capacity: int, prefix: tuple[Action, ...],
 ) -> bool:
-    """Whether, after ``prefix`` on a fresh policy, an evict of every key the
-    model counts eligible succeeds and an evict of one more is refused, each
-    on a replay of its own (True also when the prefix itself fails: no
-    evidence either way)."""
-    for extra in (0, 1):
-        harness = Lockstep(subject, profile, capacity, observe=False, threads=False,
-                           fatal=lambda _rid: True)
+    """Whether, after ``prefix`` on a fresh policy, the keys the policy
+    holds eligible are the model's: an evict of one more than the model's
+    count is refused, and evicts of one key at a time, repeated, reach
+    every eligible key and no other (True also when the prefix itself
+    fails: no evidence either way). A fresh idle key is added first where
+    there is room.
+
+    Repeated single evicts beside a fresh key, not one evict of them all: a
+    CLOCK that skips a chunk whose reference bit a hook set, once per lap,
+    still reaches it once a lap spends the bit; a key a hook really made
+    ineligible is never reached however often evict is asked. A refusal
+    that spends state is evict's own fault (EVICT-LIVENESS, EVICT-ATOMIC)."""
+    harness = _replayed(subject, profile, capacity, prefix)
+    if harness is None:
+        return True
+    want = set(eligible(harness.state, ()))
+    more = _replayed(subject, profile, capacity, prefix)
+    if more is not None:
         try:
-            harness.run(prefix)
+            more.apply(("evict", len(want) + 1, frozenset()))
         except (ConformanceFailure, Aborted, CallerContractError):
+            return False
+        if more.soft:
+            return False
+    fresh = _add_fresh_idle_key(harness, prefix)
+    allowed = want | ({fresh} if fresh is not None else set())
+    reached: set[int] = set()
+    for _ in range(2 * len(allowed) + 2):
+        if reached == want:
+            break
+        try:
+            victims = harness.probe_evict(1)
+        except (Exception, Aborted):  # a raise or a hang says nothing of the hook
             return True
-        count = len(eligible(harness.state, ())) + extra
-        if count == 0:
-            continue
-        try:
-            harness.apply(("evict", count, frozenset()))
-        except (ConformanceFailure, Aborted, CallerContractError):
-            return False
-        if harness.soft:
-            return False
-    return True
+        for k in victims or ():
+            if k not in allowed:
+                return False
+            if k != fresh:
+                reached.add(k)
+    return reached == want
+
+
+def _add_fresh_idle_key(harness: Lockstep, prefix: tuple[Action, ...]) -> int | None:
+    """Insert and idle one key the prefix never used, where the caller
+    contract allows it (room left, a request to name): the key evicts take
+    first lets a policy that ranks keys by reference bits or ages spend
+    them, as it would in any longer run. Its model key, or None."""
+    used = [a[1] for a in prefix if a[0] == "insert"]
+    fresh = max(used, default=-1) + 1
+    requests = [a[3] for a in prefix if a[0] == "insert" and len(a) > 3]
+    for insert in (("insert", fresh, IDLE), *(("insert", fresh, IDLE, r) for r in requests[-1:])):
+        if harness.model.allows(insert):
+            try:
+                harness.apply(insert)
+            except (ConformanceFailure, Aborted, CallerContractError):
+                return None
+            return fresh
+    return None
+
+
+def _replayed(
+    subject: Subject, profile: Profile, capacity: int, prefix: tuple[Action, ...],
+) -> Lockstep | None:
+    """A fresh policy after ``prefix`` in lockstep, or None when the prefix
+    itself fails."""
+    harness = Lockstep(subject, profile, capacity, observe=False, threads=False,
+                       fatal=lambda _rid: True)
+    try:
+        harness.run(prefix)
+    except (ConformanceFailure, Aborted, CallerContractError):
+        return None
+    return harness
 
 
 def _stale_request(

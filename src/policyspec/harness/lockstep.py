@@ -473,6 +473,18 @@ class Lockstep:
                 self._forget(k)
         return result
 
+    def probe_evict(self, n: int) -> list[int | None] | None:
+        """``evict(n, {})`` on the policy alone, the model left as it is: a
+        probe of which keys the policy can take (findings.finish). The model
+        keys of its victims (None for a key never handed out), or None when
+        it refuses."""
+        with active(self.environment):
+            result = self._call("evict", self.policy.evict, n,
+                                passed(set_shape("evict", frozenset()), []))
+        if not isinstance(result, list):
+            return None
+        return [self.model_key(victim[0]) for victim in result]
+
     def _victims(self, n: int, protected: frozenset[int], result: object) -> list[int] | None:
         """The model keys of evict's result, after checking its shape and
         that each block is the very object inserted."""
