@@ -283,11 +283,16 @@ class FailsOnlyInItsFirstLife(LRUCachePolicy[Any, Any]):
         return None if self.first else super().get(key)
 
 
-def test_a_difference_the_harness_cannot_reproduce_is_an_error_not_a_verdict() -> None:
+def test_a_difference_the_harness_cannot_reproduce_is_an_error_with_both_runs() -> None:
     run = run_fast(EngineContext(subject_from_class(FailsOnlyInItsFirstLife), get_profile("core"),
                                  0, 0, 16, count=1))
-    assert run.findings == []
     assert run.error is not None and "does not reproduce" in run.error
+    # never a lost fault: the engine's run and the replay's, as a finding
+    [finding] = run.findings
+    assert finding.unreproduced.startswith("the replay breaks nothing")
+    assert "seen by the fast engine" in finding.message
+    assert "replayed on a fresh policy" in finding.message
+    assert "gave" in finding.message  # what the last call gave on the replay
 
 
 # -- determinism and counting ----------------------------------------------------------

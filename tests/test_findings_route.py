@@ -16,7 +16,8 @@ from policyspec.findings.finish import COSTLY_REPLAYS, _request_level_blame
 from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
 from policyspec.reports.build import assemble
-from policyspec.reports.report import FAIL, PASS, FailureReport, Report
+from policyspec.reports.verdict import exit_code
+from policyspec.reports.report import FAIL, NOT_TESTED, PASS, FailureReport, Report
 from policyspec.run.result import EngineRun
 from policyspec.session import check_target, run_check
 
@@ -95,6 +96,19 @@ def test_a_hook_that_changes_eligibility_itself_is_blamed(target: str) -> None:
     # after a hook), but no run of evicts beside a fresh key ever reaches it
     report = _check(target, "core", "stateful")
     assert "HOOK-KEEPS-MEMBERSHIP" in [f.requirement for f in report.failures], report.failures
+
+
+def test_a_finding_that_does_not_come_back_on_replay_is_error_with_both_runs() -> None:
+    report = _check(f"{NEW / 'one_shot_get_fault.py'}:OneShotLRU", "core", "fast")
+    assert report.verdict == "error", report.verdict
+    [failure] = report.failures
+    assert not failure.reproduced and failure.trace
+    assert "seen by the fast engine" in failure.message
+    assert "replayed on a fresh policy, the same" in failure.message
+    # the run's error points at it; the requirement is neither FAIL nor PASS
+    assert any("does not reproduce" in e for e in report.errors), report.errors
+    assert _status(report, failure.requirement) == NOT_TESTED
+    assert exit_code(report.verdict, any(f.reproduced for f in report.failures)) == 2
 
 
 def test_threads_are_blamed_only_where_the_trace_fails_with_them() -> None:

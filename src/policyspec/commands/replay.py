@@ -125,4 +125,4 @@ def _report(results: list[Any], args: argparse.Namespace, report: Report) -> int
     if not results:
         print("policyspec: error: no case applies to this profile", file=sys.stderr)
         return EXIT_USAGE
-    return exit_code(report.verdict, bool(report.failures))
+    return exit_code(report.verdict, any(f.reproduced for f in report.failures))

@@ -21,6 +21,7 @@ from policyspec.engines.cost import superlinear
 from policyspec.engines.fast_driver import Difference, Driver, failed_call
 from policyspec.engines.fast_oracle import FastOracle
 from policyspec.environment import Environment
+from policyspec.findings.unreproduced import not_reproduced
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY
 from policyspec.harness.keymap import KeyMap
@@ -604,10 +605,11 @@ def _judge(
                              observe=unobserved_first)
     if failure is None:
         run.error = (
-            f"the fast engine saw {found.requirement} ({found.message}) after {len(trace)} "
-            "actions, but the lockstep harness does not reproduce it (a non-deterministic "
-            "policy, or a bug in policyspec)"
-        )
+            f"the fast engine saw {found.requirement} after {len(trace)} actions, but a replay "
+            "of the same calls on a fresh policy does not reproduce it (a non-deterministic "
+            "policy, or a bug in policyspec): both runs are under its failure")
+        run.add(not_reproduced(subject, profile, capacity, trace, found.requirement,
+                               found.message, ENGINE, shown=shown))
         return
     requirement = failure.requirement
     small = _shrink(subject, profile, capacity, failure.trace, requirement, cap)

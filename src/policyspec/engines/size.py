@@ -17,6 +17,7 @@ from time import monotonic
 from policyspec.engines.cost import superlinear
 from policyspec.engines.fast import count_checks
 from policyspec.engines.fast_driver import Difference, Driver, failed_call
+from policyspec.findings.unreproduced import not_reproduced
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY
 from policyspec.harness.keymap import KeyMap
@@ -476,9 +477,12 @@ def _judge(
         failure = failure_of(subject, profile, capacity, trace, fatal=fatal)
     if failure is None:
         run.error = (
-            f"the size engine saw {found.requirement} ({found.message}) at fill {small.fill} "
-            f"and length {small.length}, but the lockstep harness does not reproduce it (a "
-            "non-deterministic policy, or a bug in policyspec)")
+            f"the size engine saw {found.requirement} at fill {small.fill} and length "
+            f"{small.length}, but a replay of the same calls on a fresh policy does not "
+            "reproduce it (a non-deterministic policy, or a bug in policyspec): both runs are "
+            "under its failure")
+        run.add(not_reproduced(subject, profile, capacity, trace, found.requirement,
+                               found.message, ENGINE, shown=capacity))
         return
     requirement = failure.requirement
     final: Sequence[Action] = failure.trace

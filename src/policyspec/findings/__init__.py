@@ -3,4 +3,5 @@ engines: each finding's shortest witness (``witness.minimise``, replays
 with the manager's bookkeeping: ``manager_replay``, and at a smaller
 capacity, whichever engine found it: ``smaller``, which the fast engine's
 long runs also call), the requirement to blame and its message for that
-trace (``finish``, the single entry point)."""
+trace (``finish``, the single entry point); and a finding whose calls do
+not break it again on a fresh policy, kept with both runs (``unreproduced``)."""

@@ -94,21 +94,28 @@ def finish(
     saw: dict[str, set[str]] = {}
     for index, finding in enumerate(order):
         first = finding.requirement
+        if finding.unreproduced:
+            # Not reproduced on replay: both runs stand as the engine left
+            # them; nothing else is derived from a trace that passes.
+            if finding.requirement not in best:
+                best[finding.requirement] = finding
+            continue
         if minimise:
             finding, used = _minimise(subject, profile, capacity, finding, watchdog,
                                       left // (len(order) - index), cap)
             left -= used
         saw.setdefault(finding.requirement, set()).add(first)
         old = best.get(finding.requirement)
-        if old is None or _preferred(finding) < _preferred(old):
+        if old is None or old.unreproduced or _preferred(finding) < _preferred(old):
             best[finding.requirement] = finding
     failures = []
     marks = subject.has("mark")
     for rid, finding in best.items():
         known = registry.get(rid)
         level = known.level if known else "MUST"
+        replay = minimise and not finding.unreproduced
         message, seen = _message_of(subject, profile, finding.capacity or capacity,
-                                    finding, rid, replay=minimise)
+                                    finding, rid, replay=replay)
         snippet = _snippet(subject, profile, finding, rid, message, seen,
                            capacity=finding.capacity or capacity, seed=seed, budget=budget,
                            marks=marks, reference=finding.reference,
@@ -124,7 +131,7 @@ def finish(
                 repro=snippet,
                 engine=finding.engine,
                 actions=record_actions(subject, profile, finding.capacity or capacity,
-                                       finding.trace, rid, replay=minimise),
+                                       finding.trace, rid, replay=replay),
                 found_after_s=None if finding.found_after_s is None else round(
                     finding.found_after_s, 3),
                 found_after_calls=finding.found_after_calls,
@@ -133,6 +140,7 @@ def finish(
                 capacity=(finding.capacity or capacity) if finding.trace else None,
                 repro_shown=None if shown is None else shown.shown,
                 repro_result="" if shown is None else shown.result,
+                reproduced=not finding.unreproduced,
             )
         )
     failures.sort(key=lambda f: (f.level != "MUST", f.requirement))

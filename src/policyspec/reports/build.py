@@ -50,7 +50,8 @@ def assemble(
     for run in runs:
         checked.update(run.checked)
         not_applicable.update(run.not_applicable)
-    best = {f.requirement for f in failures}
+    best = {f.requirement for f in failures if f.reproduced}
+    unreproduced = {f.requirement: f.engine for f in failures if not f.reproduced}
     shown_by = {rid: f.requirement for f in failures for rid in f.also_breaks}
     statuses: list[RequirementStatus] = []
     for req in requirements_for(profile.includes):
@@ -63,6 +64,11 @@ def assemble(
         elif req.id in shown_by:
             status, reason = FAIL, (f"broken by the witness of {shown_by[req.id]}, which "
                                     "names the step that goes wrong first")
+        elif req.id in unreproduced:
+            status, reason = NOT_TESTED, (
+                f"seen broken by the {unreproduced[req.id]} engine, but not on a replay of "
+                "the same calls on a fresh policy: not judged (its failure below gives both "
+                "runs)")
         elif missing:
             status, reason = NA, _lacks(subject, missing)
         elif req.id in not_applicable:

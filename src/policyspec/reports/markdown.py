@@ -69,6 +69,8 @@ def run_markdown(report: Report) -> str:
 
 def _shown(failure: FailureReport) -> str:
     """The table's word on the snippet: shown to fail, not shown, not run."""
+    if not failure.reproduced:
+        return "NOT reproduced"
     if failure.repro_shown is None:
         return "not run"
     return "shown to fail" if failure.repro_shown else "NOT shown to fail"

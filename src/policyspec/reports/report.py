@@ -88,11 +88,18 @@ class FailureReport:
     why); None: not run (reports older than the field)."""
     repro_result: str = ""
     """One sentence: how the fresh run of ``repro`` ended."""
+    reproduced: bool = True
+    """False when a replay of the engine's calls on a fresh policy did not
+    break the requirement: the message gives both runs' results, the run
+    ends in ERROR, and the failure counts toward no verdict."""
 
 
 def repro_line(failure: FailureReport) -> str:
     """The report's line on whether the snippet was shown to fail; a MUST
     that could not be shown says so plainly (the spec has no exception)."""
+    if not failure.reproduced:
+        return ("not reproduced: a replay of the same calls on a fresh policy did not break "
+                "it, so it is no verdict on the policy")
     if failure.repro_shown is None:
         return "snippet: not run before this report was written"
     if failure.repro_shown:
@@ -209,6 +216,7 @@ class Report:
                     "capacity": f.capacity,
                     "repro_shown": f.repro_shown,
                     "repro_result": f.repro_result,
+                    "reproduced": f.reproduced,
                 }
                 for f in self.failures
             ],
@@ -352,6 +360,7 @@ def _from_json(data: Any, origin: str) -> Report:
                     capacity=f.get("capacity"),
                     repro_shown=f.get("repro_shown"),
                     repro_result=str(f.get("repro_result", "")),
+                    reproduced=bool(f.get("reproduced", True)),
                 )
                 for f in data["failures"]
             ],

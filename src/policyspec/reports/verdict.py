@@ -77,7 +77,7 @@ def decide(
     of its work a run the time limit stopped did (None: all of it);
     ``unjudged`` gives, each in words, what the run could not judge beyond
     its requirement statuses."""
-    if any(counts(f.level, strict) for f in failures) or stale:
+    if any(counts(f.level, strict) and f.reproduced for f in failures) or stale:
         beside = []
         if errors:
             beside.append(f"{len(errors)} engine error{'s' if len(errors) > 1 else ''} "
@@ -133,7 +133,7 @@ def exit_code(verdict: str, failures: bool) -> int:
     if verdict == INCOMPLETE:
         return EXIT_INCOMPLETE
     if verdict == ERROR and not failures:
-        return EXIT_USAGE
+        return EXIT_USAGE  # (a failure not reproduced is no failure here: report.reproduced)
     return EXIT_FAILS
 
 

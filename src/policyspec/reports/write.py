@@ -99,4 +99,4 @@ def write_reports(report: Report, outputs: Outputs) -> int:
             sys.stdout.write(text)
         else:
             write_atomic(path, text)
-    return exit_code(report.verdict, bool(report.failures))
+    return exit_code(report.verdict, any(f.reproduced for f in report.failures))

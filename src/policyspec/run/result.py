@@ -44,6 +44,11 @@ class Finding:
     """A metamorphic relation's second run, up to the step whose result the
     trace's last step must give: the trace alone breaks nothing, the two
     runs disagree. None for every other finding."""
+    unreproduced: str = ""
+    """Set when the same calls, replayed on a fresh policy, did not break
+    the requirement: what the replay gave. Such a finding is both runs'
+    record beside the engine's error (a non-deterministic policy, or a bug
+    in policyspec), never a verdict on the policy."""
 
 
 @dataclass
