@@ -16,8 +16,8 @@ from policyspec.findings.finish import COSTLY_REPLAYS, _request_level_blame
 from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
 from policyspec.reports.build import assemble
-from policyspec.reports.verdict import exit_code
 from policyspec.reports.report import FAIL, NOT_TESTED, PASS, FailureReport, Report
+from policyspec.reports.verdict import exit_code
 from policyspec.run.result import EngineRun
 from policyspec.session import check_target, run_check
 

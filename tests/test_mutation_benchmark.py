@@ -117,7 +117,6 @@ def test_an_engine_only_option_set_passes_when_it_only_leaves_musts_unjudged() -
 
 def test_an_entry_shared_by_two_alike_mutants_stands_while_one_survives() -> None:
     from benchmarks.mutation import FileResult, Outcome, ledger_problems
-
     from benchmarks.mutation_ledger import Ledger
 
     # a made-up entry: the ledger's own entries come and go as checks sharpen
