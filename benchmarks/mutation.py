@@ -44,7 +44,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from importlib.metadata import version
@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.mutation_ledger import Ledger, MutantId, load_ledger
+from benchmarks.mutation_located import located
 from benchmarks.mutation_wheel import VERSION, WheelUnavailable, policy_source, wheel
 
 __all__ = ["TARGETS", "Blame", "Mutant", "Outcome", "Snippet", "Target", "check_commands",
@@ -226,6 +227,18 @@ class FileResult:
     seconds: float = 0.0
     sha256: str = ""
     """Of the unmutated file the run read."""
+    source: str = ""
+    """The unmutated file's text (where a diagnosis is located)."""
+
+    def located(self, outcome: Outcome) -> bool:
+        """Each wrong blame of ``outcome`` is a diagnosis naming an
+        operation whose method runs the mutated code
+        (``benchmarks.mutation_located``)."""
+        wrong = [b for b in outcome.blame if b.right is False]
+        return bool(wrong) and bool(self.source) and all(
+            b.diagnosed and located(self.source, outcome.mutant.definition,
+                                    self.target.profile, b.requirement)
+            for b in wrong)
 
 
 # -- the scratch tree ---------------------------------------------------------------
@@ -537,6 +550,7 @@ def run_target(
             raise SystemExit("a child process does not import the scratch copy of policyspec")
         module, original = _prepare(target, scratch, wheel_path)
         result.sha256 = hashlib.sha256(original.encode("utf-8")).hexdigest()
+        result.source = original
         baseline = scratch / "baseline.json"
         for index, command in enumerate(check_commands(target, scratch, budget, baseline)):
             baseline.unlink(missing_ok=True)
@@ -606,7 +620,11 @@ class Tally:
     unloadable: int
     blame_judged: int
     blame_right: int
+    """Confirmed on replay, or a diagnosis located at the mutated code."""
+    blame_located: int
+    """Of ``blame_right``: a diagnosis located at the mutated code."""
     blame_diagnosed: int
+    """A diagnosis that names an operation not running the mutated code."""
     snippet_runs: int
     snippet_shown: int
     snippet_asserts: int
@@ -623,8 +641,11 @@ class Tally:
             mutants=len(result.outcomes), killed=len(killed),
             killed_error=sum(1 for o in killed if o.killed_with_error),
             unloadable=sum(1 for o in killed if o.unloadable),
-            blame_judged=len(judged), blame_right=sum(1 for o in judged if o.blame_right),
-            blame_diagnosed=sum(1 for o in judged if o.blame_by_diagnosis),
+            blame_judged=len(judged),
+            blame_right=sum(1 for o in judged if o.blame_right or result.located(o)),
+            blame_located=sum(1 for o in judged if result.located(o)),
+            blame_diagnosed=sum(1 for o in judged
+                                if o.blame_by_diagnosis and not result.located(o)),
             snippet_runs=len(ran), snippet_shown=sum(1 for s in ran if s.shown),
             snippet_asserts=sum(1 for s in ran if s.asserts),
             survivors=len(survivors),
@@ -649,10 +670,11 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
     say(f"   killed with verdict FAIL {tally.killed - tally.killed_error}, with another "
         f"verdict {tally.killed_error} (of them {tally.unloadable} refused with exit 2 as "
         f"unloadable: the mutant raises when imported or built)")
-    say(f"   blame right (the witness replayed on the mutant breaks the named requirement): "
-        f"{_share(tally.blame_right, tally.blame_judged)} killed with a replayable witness; "
-        f"of the rest, {tally.blame_diagnosed} name the operation behind a wrong order found "
-        "by probing (the named check itself does not fail on the witness)")
+    say(f"   blame right: {_share(tally.blame_right, tally.blame_judged)} killed with a "
+        f"replayable witness: {tally.blame_right - tally.blame_located} the witness replayed on "
+        f"the mutant breaks the named requirement, {tally.blame_located} name the operation "
+        "behind a wrong order (found by probing) whose method runs the mutated code; of the "
+        f"rest, {tally.blame_diagnosed} name an operation by probing that does not run it")
     say(f"   snippets shown to fail (fail on the mutant, pass on the original): "
         f"{_share(tally.snippet_shown, tally.snippet_runs)} run; failing by asserting the "
         f"named requirement: {tally.snippet_asserts}")
@@ -662,10 +684,12 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
         if outcome.killed_with_error and not outcome.unloadable:
             say(f"   - [verdict {outcome.verdict}: policyspec defect] {outcome.mutant.short()}"
                 f"  {','.join(outcome.killed_by)}")
-        if outcome.status == "killed" and outcome.blame_right is False:
+        if (outcome.status == "killed" and outcome.blame_right is False
+                and not result.located(outcome)):  # (located: the operation runs the code)
             wrong = "; ".join(f"{b.requirement}: {b.note}" for b in outcome.blame
                               if b.right is False)
-            kind = "blame by diagnosis" if outcome.blame_by_diagnosis else "blame wrong"
+            kind = ("blame by diagnosis, elsewhere" if outcome.blame_by_diagnosis
+                    else "blame wrong")
             say(f"   - [{kind}] {outcome.mutant.short()}\n       {wrong}")
         snippet = outcome.snippet
         if snippet is not None and not snippet.shown:
@@ -754,7 +778,12 @@ def load(path: str) -> tuple[list[str], str, list[FileResult]]:
                 None if snippet is None else Snippet(
                     snippet["requirement"], snippet["on_mutant"], snippet["on_original"],
                     snippet.get("error", ""))))
-        results.append(FileResult(target, outcomes, saved["seconds"], saved["sha256"]))
+        result = FileResult(target, outcomes, saved["seconds"], saved["sha256"])
+        with suppress(WheelUnavailable):  # (then no diagnosis is located)
+            result.source = original_source(target, wheel() if target.wheel else None)
+        if hashlib.sha256(result.source.encode("utf-8")).hexdigest() != result.sha256:
+            result.source = ""  # not the file the run mutated
+        results.append(result)
     return data["heading"], data["budget"], results
 
 

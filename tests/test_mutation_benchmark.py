@@ -257,3 +257,37 @@ def test_offline_the_benchmark_stops_with_one_line(tmp_path: Path,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert "cannot download vllm==0.34.0" in err and "--wheel-dir" in err
+
+
+# -- a diagnosis located at the mutated code ----------------------------------------
+
+SOURCE = '''
+class P:
+    def __init__(self):
+        self.ranks = {}
+    def _rank(self, key):
+        return self.ranks.get(key, 0)
+    def _commit(self, keys):
+        for key in keys:
+            self.ranks[key] = self._rank(key) + 1
+    def on_request_finished(self, groups, only, reused, ctx):
+        self._commit(reused)
+    def on_request_access(self, keys, ctx):
+        return None
+    def evict(self, n, protected):
+        return sorted(self.ranks, key=self._rank)[:n]
+'''
+
+
+def test_a_diagnosis_is_located_where_the_operation_named_runs_the_mutated_code() -> None:
+    from benchmarks.mutation_located import callers, located, operations_named
+
+    assert operations_named("lru-0.34", "LRU033-FINISH-COMMIT") == {"on_request_finished"}
+    assert operations_named("core", "LRU033-FINISH-COMMIT") == frozenset()  # no refinement
+    # _rank is reached from on_request_finished through _commit, and from evict
+    assert callers(SOURCE, "_rank") == {"_rank", "_commit", "on_request_finished", "evict"}
+    assert located(SOURCE, "_commit", "lru-0.34", "LRU033-FINISH-COMMIT")
+    # a fault in __init__ or in evict named as an operation's is not located
+    assert not located(SOURCE, "__init__", "lru-0.34", "LRU033-FINISH-COMMIT")
+    assert not located(SOURCE, "evict", "lru-0.34", "LRU033-ACCESS-RANK")
+    assert not located(SOURCE, "_commit", "lru-0.34", "LRU033-ACCESS-RANK")
