@@ -172,6 +172,16 @@ def _takes(method: Callable[..., Any], count: int) -> bool:
     return positional >= count
 
 
+def _unrecorded(own: Callable[..., Any] | None) -> Callable[[Any, Any], None]:
+    """A guard's observation hook: the policy's own ``own``, or nothing."""
+
+    def hook(keys: Any, req_context: Any) -> None:
+        if own is not None:
+            own(keys, req_context)
+
+    return hook
+
+
 def _own(policy: object, name: str) -> bool:
     """Whether the policy's class defines hook ``name`` itself (not vLLM's
     base class, nor a stand-in of it)."""
@@ -329,6 +339,13 @@ class GuardPolicy(_Base):  # type: ignore[misc,valid-type]
         self._finish = hooks.get("on_request_finished")
         """The policy's own hooks (None: vLLM's base class's, done by the
         guard as the base class does, its calls recorded)."""
+        from policyspec.protocols import observation_hooks
+
+        # A later release's observation hooks: handed to the policy (its own,
+        # else the base class's default, nothing) but not recorded, as the
+        # history format has no record for them yet (spec/drift.md).
+        for name in observation_hooks(self.api):
+            setattr(self, name, _unrecorded(getattr(p, name) if _own(p, name) else None))
         self._ids = TextIds()
         """Key -> its id, as text."""
         self._requests = TextIds()

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, cast
 
+from policyspec.model.request import HOOKS
 from policyspec.releases import RELEASES, Release
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "check_signatures",
     "emulated",
     "manager_release",
+    "observation_hooks",
     "own_member",
     "signature_problems",
 ]
@@ -568,6 +570,25 @@ def manager_release(api: str) -> Release | None:
     if revision is None or not revision.hooks:
         return None
     return next((r for r in RELEASES if r.revision == api), RELEASES[0])
+
+
+_MODELLED = frozenset({*HOOKS, "touch", "mark_evictable", "mark_non_evictable"})
+"""The calls the model knows by name (model/request.py, model/actions.py)."""
+
+
+def observation_hooks(api: str) -> tuple[str, ...]:
+    """The hooks of revision ``api`` that the model does not know by name
+    and that vLLM calls as ``hook(keys, req_context)``: a hook a release
+    folder adds (``Release.methods``, kind hook). The engines drive each as
+    an observation hook, the model action ``("hook", name, r, keys)``: any
+    keys, of an open request, changing nothing the model holds
+    (spec/request.md); empty for every revision without the request hooks."""
+    revision = REVISIONS.get(api)
+    if revision is None or not revision.hooks:
+        return ()
+    return tuple(m.name for m in revision.methods
+                 if m.kind == "hook" and m.name not in _MODELLED
+                 and m.params == ("keys", "req_context"))
 
 
 def emulated(api: str, *, manager: bool = True) -> str:

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from policyspec.protocols import own_member
+from policyspec.protocols import observation_hooks, own_member
 from policyspec.releases import RELEASES
 from policyspec.subject import SeedPolicy
 
@@ -38,6 +38,7 @@ class SeedAdapter:
 
     __slots__ = (
         "_depth",
+        "_observed",
         "_open",
         "_pending",
         "clear",
@@ -80,6 +81,17 @@ class SeedAdapter:
         self._depth = 0
         self._open = False
         self._pending = False
+        self._observed: dict[str, Callable[[Iterable[Any], Any], None]] = {}
+        """The observation hooks of a later revision
+        (``protocols.observation_hooks``), by name: the class's own, or
+        its base class's default, taken to do nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for a name no slot holds: an observation hook.
+        try:
+            return object.__getattribute__(self, "_observed")[name]
+        except (AttributeError, KeyError):
+            raise AttributeError(f"{type(self).__name__} has no {name}") from None
 
     def use_request(self, req_id: str) -> None:
         """Make later calls come from request ``req_id`` (a fresh context)."""
@@ -190,10 +202,11 @@ def adapt(
 def _hooks(w: SeedAdapter, policy: Any) -> None:
     """The policy's own request hooks, or its revision's defaults for those
     it does not define itself: R8 and R9's base class touches, R10's (and
-    every later one without touch) does nothing. (The defaults of a stand-in
-    or real base class are not taken: a class that fits two revisions
-    inherits one base, and is driven with the defaults of the revision it is
-    driven as.)"""
+    every later one without touch) does nothing, as does an observation
+    hook a later release adds (``protocols.observation_hooks``). (The
+    defaults of a stand-in or real base class are not taken: a class that
+    fits two revisions inherits one base, and is driven with the defaults
+    of the revision it is driven as.)"""
     cls = type(policy)
 
     def access(keys: Iterable[Any], req_context: Any) -> None:
@@ -225,6 +238,7 @@ def _hooks(w: SeedAdapter, policy: Any) -> None:
     w.on_store_miss = own("on_store_miss", store_miss)
     w.on_request_access = own("on_request_access", access)
     w.on_request_finished = own("on_request_finished", finished)
+    w._observed = {name: own(name, access) for name in observation_hooks(w.revision)}
 
 
 def _sessions(w: SeedAdapter, policy: Any, *, draft: bool) -> None:

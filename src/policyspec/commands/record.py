@@ -70,13 +70,13 @@ def _record(target: str, out: str, *, calls: int, seed: int, capacity: int, mode
             two_threads: bool, api: str | None, judge: str,
             ) -> tuple[Any, BaseException | None]:
     from policyspec.guard import GuardPolicy
-    from policyspec.vllm.manager import OffloadingManagerEmulation, release_for
+    from policyspec.vllm.manager import emulation, release_for
     from policyspec.vllm.standins.gaps import raise_if_gap
     from policyspec.vllm.traffic import TrafficConfig, drive
 
     guard = GuardPolicy(capacity, target=target, mode=mode, history=out, api=api, judge=judge)
     release = release_for(guard.api)
-    manager = OffloadingManagerEmulation(guard, capacity, release=release)
+    manager = emulation(release)(guard, capacity, release=release)
     touch = TrafficConfig.touch if manager.touches else 0.0
     stopped: BaseException | None = None
     round_ = 0

@@ -33,6 +33,7 @@ from policyspec.harness.watchdog import current as watch
 from policyspec.model.actions import Action
 from policyspec.model.state import State
 from policyspec.profiles import Profile
+from policyspec.protocols import observation_hooks
 from policyspec.registry import load_registry
 from policyspec.run.context import Engine, EngineContext, capped
 from policyspec.run.result import EngineRun, Finding
@@ -138,7 +139,8 @@ def _source(
     with_clear, with_touch = subject.has("clear"), subject.has("touch")
     if requests and subject.has("hooks") and subject.make_request is not None:
         return RequestSource(rng, pool=pool, capacity=capacity, with_clear=with_clear,
-                             with_touch=with_touch, long=long)
+                             with_touch=with_touch, long=long,
+                             hooks=observation_hooks(subject.api))
     return ActionSource(rng, pool=pool, capacity=capacity, with_clear=with_clear,
                         with_touch=with_touch, long=long)
 

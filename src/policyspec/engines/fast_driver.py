@@ -288,7 +288,8 @@ class Driver:
 
     def request(self, run: Run) -> int:
         """The manager's lookups, then a request's positions and hooks, in
-        order (``("request", r, actions, looked_up)``)."""
+        order (``("request", r, actions, looked_up)``); an observation hook
+        (``("hook", name, r, keys)``) is judged as on_request_access is."""
         looked_up = run[3]
         if looked_up:
             self._observe(looked_up, None)
@@ -303,7 +304,11 @@ class Driver:
                 for k, position in named:
                     place(keys[k], position)
                 continue
-            hook = policy.on_store_miss if op == "on_store_miss" else policy.on_request_access  # type: ignore[attr-defined]
+            if op == "hook":  # ("hook", name, r, keys): an observation hook
+                named = action[3]
+                hook = getattr(policy, action[1])
+            else:
+                hook = policy.on_store_miss if op == "on_store_miss" else policy.on_request_access  # type: ignore[attr-defined]
             hook(passed(keys_shape(op, named), [keys[k] for k in named]), ctx)
             self.calls += 1
             self.hooks += 1

@@ -1,11 +1,12 @@
 """The ``vllm-manager`` engine: the policy behind the emulated manager of its
-own vLLM release (0.33.0 for R8 and R9, 0.34.0 for R10), under seeded
-request traffic, every call judged in lockstep against the profile's model.
-The seed-era manager engine cannot show what only the request-level
-manager does to a policy (spec/manager.md, "vLLM 0.33's manager under
-traffic"). ``ManagerProxy`` turns each call and ``ref_cnt`` write of the
-emulation into a caller action of the model; a call the caller contract
-forbids is an engine error, never a verdict.
+own vLLM release (0.33.0 for R8 and R9, 0.34.0 for R10, a later folder's
+``vllm.manager.emulation``), under seeded request traffic, every call
+judged in lockstep against the profile's model. The seed-era manager
+engine cannot show what only the request-level manager does to a policy
+(spec/manager.md). ``ManagerProxy`` turns each call and ``ref_cnt`` write of
+the emulation into a caller action of the model (a later release's new hook:
+``("hook", name, r, keys)``); a call the caller contract forbids is an
+engine error, never a verdict.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from policyspec.subject import Subject
 from policyspec.vllm.manager import (
     ManagerAssertionError,
     OffloadingManagerEmulation,
+    emulation,
     release_for,
 )
 from policyspec.vllm.standins.keys import ReqContext, get_offload_group_idx
@@ -137,6 +139,9 @@ class ManagerProxy:
         self._absorb_mark: int | None = None
         """A mark_evictable already performed by the last action."""
         harness.allocator = lambda _k: self._chunk_id  # the emulation's id
+        self.observed = harness.observed
+        """The observation hooks a later release's manager calls
+        (``__getattr__``)."""
 
     # -- names --------------------------------------------------------------------
 
@@ -269,6 +274,19 @@ class ManagerProxy:
         groups = tuple(self._keys(group) for group in key_groups)
         self._do(("on_request_finished", r, groups, frozenset(self._keys(insertion_only_keys)),
                   frozenset(self._keys(reused_keys))))
+
+    def __getattr__(self, name: str) -> Any:
+        """An observation hook of the subject's revision, which a later
+        release's manager calls (its folder's ``manager.py``): the model
+        action ``("hook", name, r, keys)``."""
+        if name not in self.__dict__.get("observed", ()):
+            raise AttributeError(f"{type(self).__name__} has no {name}")
+
+        def hook(keys: Iterable[Any], req_context: Any) -> None:
+            r = self._request(req_context)
+            self._do(("hook", name, r, self._keys(keys)))
+
+        return hook
 
     # -- the RefCntListener -----------------------------------------------------------
 
@@ -410,9 +428,9 @@ def run_vllm_manager(
         harness = Lockstep(subject, profile, size, observe=index % OBSERVE_EVERY == 3,
                            fatal=fatal)
         proxy = ManagerProxy(harness)
-        manager = OffloadingManagerEmulation(proxy, size, store_threshold=threshold,
-                                             enable_events=True, listener=proxy,
-                                             release=release_for(subject.api))
+        release = release_for(subject.api)
+        manager = emulation(release)(proxy, size, store_threshold=threshold,
+                                     enable_events=True, listener=proxy, release=release)
         driven: Any = AuditedManager(manager, proxy) if harness.observe else manager
         counts: TrafficCounts | None = None
         try:

@@ -18,7 +18,7 @@ from policyspec.findings.smaller import LONG, to_smaller_capacity
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY, Aborted, CallerContractError
 from policyspec.harness.watchdog import Watchdog
-from policyspec.model.actions import REQUEST_ACTIONS, Action, by_manager
+from policyspec.model.actions import Action, by_manager, request_of
 from policyspec.model.evict import eligible
 from policyspec.model.state import IDLE
 from policyspec.profiles import Profile
@@ -332,7 +332,8 @@ SIZED_CULPRIT_MOST = 160
 order difference ``culprit`` traces back to an operation: it replays every prefix with probes of the
 whole order, cubic in the trace's length (a 260-step trace ran past two
 minutes); a longer one keeps the id it was found with."""
-_HOOKS = ("on_store_miss", "on_request_access", "on_request_finished")
+_HOOKS = ("on_store_miss", "on_request_access", "on_request_finished", "hook")
+"""The request hooks' actions (``hook``: a later release's observation hooks)."""
 
 
 
@@ -493,11 +494,6 @@ def _stale_request(
         return None  # (only an exact profile's own ids: its order, and what culprit blamed)
     cut = cuts[-1]
 
-    def request_of(action: Action) -> int | None:
-        if action[0] in REQUEST_ACTIONS:
-            return int(action[1])
-        return int(action[3]) if action[0] == "insert" and len(action) > 3 else None
-
     ids = {r for r in map(request_of, trace) if r is not None}
     earlier = sorted({r for r in map(request_of, trace[:cut]) if r is not None})
     if not earlier:
@@ -516,6 +512,8 @@ def _stale_request(
             return action
         if action[0] == "insert":
             return (*action[:3], fresh[r])
+        if action[0] == "hook":
+            return (*action[:2], fresh[r], *action[3:])
         return (action[0], fresh[r], *action[2:])
 
     candidate = (*trace[:cut + 1], *again, *map(renamed, trace[cut + 1:]))

@@ -36,6 +36,7 @@ from policyspec.model.actions import Action, Primitive, expand
 from policyspec.model.state import State
 from policyspec.model.step import PRESENCE_REQUIREMENT, ProfileModel
 from policyspec.profiles import Profile
+from policyspec.protocols import observation_hooks
 from policyspec.registry import load_registry
 from policyspec.subject import Subject
 from policyspec.vllm.standins.gaps import raise_if_gap
@@ -149,6 +150,9 @@ class Lockstep:
         where the revision has the request hooks."""
         self._actions = 0
         self.sightings = sightings_now()
+        self.observed = frozenset(observation_hooks(subject.api))
+        """The subject's observation hooks (``protocols.observation_hooks``):
+        a raise in one breaks HOOK-TOTAL, as in the request hooks."""
 
     # -- the model ----------------------------------------------------------
 
@@ -301,7 +305,7 @@ class Lockstep:
         except (Exception, SystemExit) as exc:  # the policy's own fault becomes a verdict
             raise_if_gap(exc, str(op))
             self._fail(
-                _TOTAL.get(op, "API-NO-RAISE"),
+                _TOTAL.get(op) or ("HOOK-TOTAL" if op in self.observed else "API-NO-RAISE"),
                 f"{op}({self._args(args)}) raised {type(exc).__name__}: "
                 f"{self._exception_text(exc)}; the call meets the caller contract, so the "
                 "spec requires it to return normally",
@@ -326,7 +330,8 @@ class Lockstep:
             result: object = _HANDLERS[op](self, *call[1:])
         except _Stop:
             return None
-        self._check_blocks(op)
+        called = call[1] if op == "hook" else op  # an observation hook by its name
+        self._check_blocks(called)
         self._check_arguments()
         if self.observe:
             requirement: str | None = PRESENCE_REQUIREMENT.get(op, "GET-KEEPS-MEMBERSHIP")
@@ -334,7 +339,7 @@ class Lockstep:
                 requirement = "EVICT-ATOMIC"
             elif op == "clock":
                 requirement = None  # time passing changes no key's presence
-            self._check_presence(op, requirement)
+            self._check_presence(called, requirement)
         if self.environment.read_wall_after_back:
             self.checked[STEP_BACK] += 1
         return result
@@ -427,6 +432,16 @@ class Lockstep:
                    given, self.context(r))
         self.checked["HOOK-TOTAL"] += 1
         self._step(("on_request_access", r, keys))
+
+    def _hook(self, name: str, r: int, keys: tuple[int, ...]) -> None:
+        """An observation hook a later release adds (``("hook", name, r,
+        keys)``): ``policy.<name>(keys, req_context)``, judged as
+        ``on_request_access`` is (HOOK-TOTAL, HOOK-KEEPS-MEMBERSHIP)."""
+        self.known.update(keys)
+        given = passed(keys_shape("hook", keys), [self.key(k) for k in keys])
+        self._call(name, getattr(self.policy, name), given, self.context(r))
+        self.checked["HOOK-TOTAL"] += 1
+        self._step(("hook", name, r, keys))
 
     def _on_request_finished(
         self, r: int, groups: tuple[tuple[int, ...], ...], insertion_only: frozenset[int],
@@ -645,6 +660,7 @@ _HANDLERS: dict[str, Callable[..., object]] = {
     "on_store_miss": Lockstep._on_store_miss,
     "on_request_access": Lockstep._on_request_access,
     "on_request_finished": Lockstep._on_request_finished,
+    "hook": Lockstep._hook,
     "insert": Lockstep._insert,
     "remove": Lockstep._remove,
     "touch": Lockstep._touch,
@@ -663,7 +679,8 @@ _TOTAL = {
     "on_request_finished": "HOOK-TOTAL",
 }
 """Calls whose contract has its own "accepts any keys" requirement: a raise
-there breaks it rather than API-NO-RAISE."""
+there breaks it rather than API-NO-RAISE (an observation hook's too:
+``Lockstep.observed``)."""
 
 STEP_BACK = "API-CLOCK-STEP-BACK"
 """The SHOULD a failure is reported under when only a step back of the wall

@@ -22,7 +22,7 @@ SET_SHAPES = ("set", "frozenset")
 """Every shape ``protected`` and a finished request's key sets must accept."""
 
 _SALT = {"touch": 1, "on_store_miss": 2, "on_request_access": 3, "evict": 4,
-         "insertion_only": 5, "reused": 6}
+         "insertion_only": 5, "reused": 6, "hook": 7}
 
 
 _ORDERED = KEY_SHAPES[:3]

@@ -23,7 +23,13 @@ from policyspec.model.preconditions import (
     can_start_read,
     can_touch,
 )
-from policyspec.model.request import Requests, can_access, can_finish, can_store_miss
+from policyspec.model.request import (
+    Requests,
+    can_access,
+    can_finish,
+    can_observe,
+    can_store_miss,
+)
 from policyspec.model.state import IDLE, IN_FLIGHT, State
 
 __all__ = [
@@ -34,6 +40,7 @@ __all__ = [
     "by_manager",
     "expand",
     "is_legal",
+    "request_of",
 ]
 
 Action = tuple[Any, ...]
@@ -43,7 +50,9 @@ Action = tuple[Any, ...]
 request level (model/request.py), each its own call: ("set_positions", r,
 ((key, position), ...)), ("insert", key, ref_cnt, r), ("on_store_miss", r,
 keys_tuple), ("on_request_access", r, keys_tuple), ("on_request_finished",
-r, groups, insertion_only, reused); and time: ("clock", ms), the policy's
+r, groups, insertion_only, reused), ("hook", name, r, keys_tuple) (an
+observation hook a later release adds: ``policy.<name>(keys, req_context)``,
+model/request.py ``can_observe``); and time: ("clock", ms), the policy's
 clock moves ms milliseconds (ms < 0: the wall clock steps back), always
 legal and no call (policyspec.environment; no requirement depends on time)"""
 
@@ -95,10 +104,23 @@ def is_legal(state: State, action: Action, requests: Requests | None = None) -> 
 
 
 REQUEST_ACTIONS = frozenset({
-    "set_positions", "on_store_miss", "on_request_access", "on_request_finished",
+    "set_positions", "on_store_miss", "on_request_access", "on_request_finished", "hook",
 })
-"""The request-level actions (0.33's scheduler and hooks): they name a
-request, not a block, and their legality asks the open requests."""
+"""The request-level actions (0.33's scheduler and hooks, and a later
+release's observation hooks): they name a request, not a block, and their
+legality asks the open requests."""
+
+
+def request_of(action: Action) -> int | None:
+    """The request a request-level action names (``action[1]``; an
+    observation hook's is ``action[2]``, after its name), or the storing
+    request of an R9 insert; None for any other action."""
+    op = action[0]
+    if op == "hook":
+        return int(action[2])
+    if op in REQUEST_ACTIONS:
+        return int(action[1])
+    return int(action[3]) if op == "insert" and len(action) > 3 else None
 
 
 def _request_legal(state: State, requests: Requests, action: Action) -> bool:
@@ -109,6 +131,8 @@ def _request_legal(state: State, requests: Requests, action: Action) -> bool:
         return can_store_miss(state, requests, action[1], action[2])
     if op == "on_request_access":
         return can_access(state, requests, action[1], action[2])
+    if op == "hook":
+        return can_observe(requests, action[2])
     return can_finish(requests, action[1])
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "Requests",
     "can_access",
     "can_finish",
+    "can_observe",
     "can_store_miss",
     "group_of",
     "offload_key",
@@ -128,6 +129,14 @@ def can_access(state: State, requests: Requests, r: int, keys: Sequence[int]) ->
         and len(set(keys)) == len(keys)
         and not any(k in request.seen for k in keys)
     )
+
+
+def can_observe(requests: Requests, r: int) -> bool:
+    """A hook a later release adds, called as ``hook(keys, req_context)``
+    (an observation hook, ``("hook", name, r, keys)``), comes from an
+    unfinished request, with any keys (none, absent, repeated): what its
+    manager passes is the release's, so the contract asks no more."""
+    return not requests.get(r).finished
 
 
 def can_finish(requests: Requests, r: int) -> bool:

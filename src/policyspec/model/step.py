@@ -44,6 +44,7 @@ PRESENCE_REQUIREMENT: Final = {
     "on_store_miss": "HOOK-KEEPS-MEMBERSHIP",
     "on_request_access": "HOOK-KEEPS-MEMBERSHIP",
     "on_request_finished": "HOOK-KEEPS-MEMBERSHIP",
+    "hook": "HOOK-KEEPS-MEMBERSHIP",
 }
 """The requirement a wrong presence right after a call breaks, by call:
 the contract of that call (spec/*.md). The model judges victims; presence
@@ -86,7 +87,10 @@ class Refinement(Protocol):
         the request hooks, the caller's writes ``set_ref`` and
         ``set_positions``, and ``get``, which must leave it as it is), and
         the requirement ids of this profile the call exercised: they are
-        counted once an eviction shows them.
+        counted once an eviction shows them. An observation hook a later
+        release adds (``("hook", name, r, keys)``) reaches every profile;
+        one that does not know it leaves its state as it is (no effect on
+        the order: the in-tree policies inherit the base class's no-op).
         ``state`` and ``requests`` (the requests' positions and records,
         model/request.py) are as they were before the call."""
         ...
@@ -162,8 +166,9 @@ def set_ref(state: State, key: int, ref_cnt: int) -> State:
 
 
 def _unchanged(state: State, *args: object) -> State:
-    """Request hooks and the scheduler's positions change no key's presence
-    or eligibility (HOOK-KEEPS-MEMBERSHIP): the core state stays."""
+    """Request hooks (a later release's observation hooks too, ``hook``)
+    and the scheduler's positions change no key's presence or eligibility
+    (HOOK-KEEPS-MEMBERSHIP): the core state stays."""
     return state
 
 
@@ -178,6 +183,7 @@ _CORE: dict[str, Callable[..., State]] = {
     "on_store_miss": _unchanged,
     "on_request_access": _unchanged,
     "on_request_finished": _unchanged,
+    "hook": _unchanged,
     "insert": _insert,
     "remove": ops.remove,
     "touch": ops.touch,

@@ -87,6 +87,8 @@ def _named(action: Action) -> frozenset[int]:
         return frozenset()
     if op in ("on_store_miss", "on_request_access"):
         return frozenset(action[2])
+    if op == "hook":
+        return frozenset(action[3])
     if op == "set_positions":
         return frozenset(k for k, _ in action[2])
     if op == "on_request_finished":

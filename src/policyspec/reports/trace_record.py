@@ -61,6 +61,8 @@ def encode_action(action: Action, victims: Victims | None = None, *, observed: b
         record.update(request=action[1], positions=[list(p) for p in action[2]])
     elif op in ("on_store_miss", "on_request_access"):
         record.update(request=action[1], keys=list(action[2]))
+    elif op == "hook":
+        record.update(name=action[1], request=action[2], keys=list(action[3]))
     elif op == "on_request_finished":
         record.update(request=action[1], groups=[list(g) for g in action[2]],
                       insertion_only=sorted(action[3]), reused=sorted(action[4]))
@@ -94,6 +96,11 @@ def decode_action(record: dict[str, Any]) -> Action:
                     tuple((int(k), int(p)) for k, p in record["positions"]))
         if op in ("on_store_miss", "on_request_access"):
             return (op, int(record["request"]), tuple(int(k) for k in record["keys"]))
+        if op == "hook":
+            name = record["name"]
+            if not isinstance(name, str) or not name.isidentifier():
+                raise ValueError(f"hook name {name!r}")
+            return (op, name, int(record["request"]), tuple(int(k) for k in record["keys"]))
         if op == "on_request_finished":
             return (op, int(record["request"]),
                     tuple(tuple(int(k) for k in g) for g in record["groups"]),

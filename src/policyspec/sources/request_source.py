@@ -3,7 +3,9 @@
 A policy with the request hooks is called by requests (spec/request.md),
 so ``RequestSource`` draws that traffic as ``ActionSource`` draws the seed
 era's; every action it draws is legal by ``model.actions.is_legal``. It is
-the only caller of its requests, so what it records of them is exact.
+the only caller of its requests, so what it records of them is exact. A
+later release's observation hooks (``hooks``) are called by its requests
+too, so that the engines judge a hook no model rule names.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from policyspec.sources.action_source import (
     StateView,
 )
 
-__all__ = ["OPEN_REQUESTS", "REQUEST_WEIGHTS", "RequestSource", "position_of"]
+__all__ = ["HOOK_SHARE", "OPEN_REQUESTS", "REQUEST_WEIGHTS", "RequestSource", "position_of"]
 
 REQUEST_WEIGHTS = (*DEFAULT_WEIGHTS[:5], 20, *DEFAULT_WEIGHTS[6:], 25)
 """``DEFAULT_WEIGHTS`` with touch rarer (0.33's scheduler no longer calls
@@ -31,6 +33,10 @@ it; the API still allows it) and one more kind: a request finishes."""
 
 OPEN_REQUESTS = 4
 """Requests running at a time; one that finishes gives way to a new id."""
+
+HOOK_SHARE = 0.25
+"""Chance that a request's report also calls one of the observation hooks
+(``RequestSource.hooks``), with the keys the request named."""
 
 
 def position_of(key: int) -> int | None:
@@ -42,7 +48,9 @@ def position_of(key: int) -> int | None:
 
 class RequestSource(ActionSource):
     """``ActionSource`` with request traffic (spec/request.md): stores are a
-    request's, loads report to their request, and requests finish."""
+    request's, loads report to their request, and requests finish.
+    ``hooks``: observation hooks (``protocols.observation_hooks``) a
+    request's report calls now and then (``HOOK_SHARE``)."""
 
     def __init__(
         self,
@@ -54,9 +62,11 @@ class RequestSource(ActionSource):
         with_touch: bool = True,
         weights: Sequence[int] = REQUEST_WEIGHTS,
         long: bool = False,
+        hooks: Sequence[str] = (),
     ) -> None:
         super().__init__(rng, pool=pool, capacity=capacity, with_clear=with_clear,
                          with_touch=with_touch, weights=weights[:-1], long=long)
+        self.hooks = tuple(hooks)
         weights = [*self.weights, weights[-1]]
         self._run_tables(
             (self._request_store, self._finish_run, self._remove_run, self._request_read,
@@ -111,7 +121,8 @@ class RequestSource(ActionSource):
     def _report(self, r: int, keys: list[int], absent: list[int]) -> list[Action]:
         """The request's positions for ``keys`` it has not placed, its new
         misses among the ``absent`` ones and its first-seen keys, as
-        actions, and recorded as done."""
+        actions, and recorded as done; now and then an observation hook of
+        all of ``keys`` after them (``HOOK_SHARE``)."""
         actions: list[Action] = []
         placed = self._placed.setdefault(r, set())
         new = [(k, p) for k in keys if k not in placed and (p := position_of(k)) is not None]
@@ -129,6 +140,10 @@ class RequestSource(ActionSource):
         if fresh:
             seen.update(dict.fromkeys(fresh))
             actions.append(("on_request_access", r, fresh))
+        hooks = self.hooks
+        if hooks and keys and self.rng.random() < HOOK_SHARE:
+            name = hooks[int(self.rng.random() * len(hooks))]
+            actions.append(("hook", name, r, tuple(keys)))
         return actions
 
     def _request_store(self, state: StateView) -> Run | None:

@@ -4,10 +4,14 @@ call, without vLLM installed (spec/manager.md; spec/contract.md, R9 and
 R10). tests/test_vllm_differential.py holds it to the real manager. Clean
 room: written from those facts and the wheels' observable behaviour; vLLM's
 own ``assert`` checks are ``ManagerAssertionError`` here, at the same points.
+A later release's folder may hold a ``manager.py`` whose ``Manager`` adds
+the calls that release's manager makes (a new hook): ``emulation`` finds it.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
@@ -27,6 +31,7 @@ __all__ = [
     "RefCntListener",
     "RequestCacheAccess",
     "StoreOutput",
+    "emulation",
 ]
 
 
@@ -420,6 +425,15 @@ class OffloadingManagerEmulation:
             else:
                 self.events.append(ManagerEvent(done, removed=True, metadata_only=True))
 
+    def call_hook(self, name: str, keys: list[Any], req_context: Any) -> None:
+        """The policy's hook ``name(keys, req_context)``, one a later
+        release's manager adds (its folder's ``manager.py`` calls it where
+        that manager does). vLLM's base class gives every hook a default,
+        so a policy object that has none gets no call."""
+        hook = getattr(self.policy, name, None)
+        if hook is not None:
+            hook(keys, req_context)
+
     def on_request_finished(self, req_context: Any) -> None:
         """Hand the request's accesses to the policy, once per request and
         generation: its key groups by group index, each sorted head to tail
@@ -470,3 +484,31 @@ class OffloadingManagerEmulation:
                     continue
                 event = ManagerEvent(absent, event.removed, metadata_only=True)
             yield event
+
+
+@functools.cache
+def emulation(release: str) -> type[OffloadingManagerEmulation]:
+    """The emulated manager class of vLLM ``release`` (a series, ``0.35``;
+    build it with ``release=`` the same): the ``Manager`` its release
+    folder's ``manager.py`` defines, which adds the calls that release's
+    manager makes (spec/drift.md), else ``OffloadingManagerEmulation``,
+    which the folder's switches configure. ValueError for a release not
+    followed, or a ``manager.py`` without such a ``Manager``."""
+    found = next((r for r in FOLLOWED if r.series == release), None)
+    if found is None:
+        raise ValueError(f"no emulation of vLLM {release}'s manager (emulated: "
+                         f"{', '.join(RELEASES)})")
+    path = found.folder / "manager.py" if found.folder is not None else None
+    if path is None or not path.is_file():
+        return OffloadingManagerEmulation
+    spec = importlib.util.spec_from_file_location(
+        f"policyspec.releases.{path.parent.name}.manager", path)
+    if spec is None or spec.loader is None:
+        raise ValueError(f"{path}: cannot be loaded")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    manager = getattr(module, "Manager", None)
+    if not (isinstance(manager, type) and issubclass(manager, OffloadingManagerEmulation)):
+        raise ValueError(f"{path}: defines no Manager, a subclass of "
+                         "policyspec.vllm.manager.OffloadingManagerEmulation")
+    return manager

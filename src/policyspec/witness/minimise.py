@@ -229,6 +229,8 @@ def renamed(action: Action, name: Callable[[int], int]) -> Action:
         return (op, action[1], tuple((name(k), pos) for k, pos in action[2]))
     if op in ("on_store_miss", "on_request_access"):
         return (op, action[1], tuple(name(k) for k in action[2]))
+    if op == "hook":
+        return (op, action[1], action[2], tuple(name(k) for k in action[3]))
     if op == "on_request_finished":
         return (op, action[1], tuple(tuple(name(k) for k in g) for g in action[2]),
                 frozenset(name(k) for k in action[3]), frozenset(name(k) for k in action[4]))
@@ -421,6 +423,8 @@ def keys_of(action: Action) -> tuple[int, ...]:
         return tuple(k for k, _ in action[2])
     if op in ("on_store_miss", "on_request_access"):
         return tuple(action[2])
+    if op == "hook":
+        return tuple(action[3])
     if op == "on_request_finished":
         return tuple(k for group in action[2] for k in group)
     return (action[1],)
@@ -450,6 +454,9 @@ def _without_in_request(action: Action, key: int) -> Action | None:
     """A request call without ``key``; None when nothing is left to say
     (a hook of no keys is outside the caller contract; a finish stays)."""
     op, r = action[0], action[1]
+    if op == "hook":  # ("hook", name, r, keys)
+        rest = tuple(k for k in action[3] if k != key)
+        return (op, r, action[2], rest) if rest else None
     if op == "set_positions":
         placed = tuple(p for p in action[2] if p[0] != key)
         return (op, r, placed) if placed else None

@@ -16,6 +16,7 @@ from policyspec.harness.display import keys_text
 from policyspec.harness.shapes import keys_shape, set_shape
 from policyspec.model.actions import REQUEST_ACTIONS, Action, expand
 from policyspec.model.state import State
+from policyspec.releases import RELEASES
 
 __all__ = [
     "clock_step",
@@ -62,6 +63,9 @@ def describe(action: Action, marks: bool = True) -> str:
         groups = [list(g) for g in action[2]]
         return (f"request {action[1]} finishes: on_request_finished({groups}, "
                 f"insertion_only={sorted(action[3])}, reused={sorted(action[4])})")
+    if op == "hook":
+        return (f"request {action[2]}: {action[1]}({keys_text(action[3])}"
+                f"{_as(keys_shape('hook', action[3]))})")
     if op == "clock":
         return clock_step(action[1])
     return "clear()"
@@ -110,8 +114,11 @@ def _passed(shape: str, keys: Sequence[int]) -> str:
 SNIPPET_CONTEXT = "policyspec-req-0"
 """The request id of the context a store outside any modelled request
 carries (R9 and R10 ``insert``, R4 to R9 ``touch``): the harness's own."""
-_TOUCH_CONTEXT = frozenset({"R4", "R5", "R7", "R7b", "R8", "R9"})
-_INSERT_CONTEXT = frozenset({"R9", "R10"})
+_TOUCH_CONTEXT = frozenset({"R4", "R5", "R7", "R7b", "R8"}) | {
+    r.revision for r in RELEASES if r.manager_touches}
+_INSERT_CONTEXT = frozenset(r.revision for r in RELEASES)
+"""The revisions of the release folders (policyspec.releases): insert takes
+the storing request's context."""
 _ADAPTED = frozenset({"R6", "R6-draft"})
 """Revisions whose calls depend on the manager's sessions around a store:
 their snippet drives the policy through policyspec's adapter (``Subject``)."""
@@ -491,6 +498,9 @@ def _calls(capacity: int, trace: Sequence[Action], marks: bool,
             elif op in ("on_store_miss", "on_request_access"):
                 given = _passed(keys_shape(op, call[2]), call[2])
                 lines.append(f"policy.{op}({given}, request({call[1]}))")
+            elif op == "hook":
+                given = _passed(keys_shape("hook", call[3]), call[3])
+                lines.append(f"policy.{call[1]}({given}, request({call[2]}))")
             elif op == "on_request_finished":
                 groups = _tuple(_tuple(f"key({k})" for k in g) for g in call[2])
                 only = _passed(set_shape("insertion_only", call[3]), sorted(call[3]))

@@ -57,6 +57,9 @@ def _simpler(action: Action) -> list[Action]:
     if op == "touch" and len(action[1]) > 1:
         keys = action[1]
         return [("touch", keys[:i] + keys[i + 1 :]) for i in range(len(keys))]
+    if op == "hook" and len(action[3]) > 1:  # an observation hook takes any keys
+        keys = action[3]
+        return [(*action[:3], keys[:i] + keys[i + 1 :]) for i in range(len(keys))]
     if op == "evict":
         out: list[Action] = [("evict", action[1], action[2] - {k}) for k in sorted(action[2])]
         if action[1] > 1:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from time import perf_counter_ns
 from typing import Any
 
@@ -78,13 +78,15 @@ class Histogram:
 
 class TimedPolicy:
     """The policy behind a clock (spec/traffic.md, "Simulate"): one ``Histogram`` per method
-    the manager calls, and the evictions the policy refused."""
+    the manager calls, and the evictions the policy refused. ``hooks``: the
+    observation hooks a later release's manager also calls
+    (``protocols.observation_hooks``)."""
 
-    def __init__(self, policy: Any) -> None:
+    def __init__(self, policy: Any, hooks: Iterable[str] = ()) -> None:
         self.policy = policy
         self.histograms: dict[str, Histogram] = {}
         self.failed_evictions = 0
-        for name in OPS:
+        for name in (*OPS, *hooks):
             method = getattr(policy, name, None)
             if method is not None:
                 setattr(self, name, self._timed(name, method))

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any
 
 from policyspec.releases import RELEASES
-from policyspec.vllm.manager import OffloadingManagerEmulation
+from policyspec.vllm.manager import emulation
 from policyspec.vllm.standins.keys import ReqContext
 from policyspec.vllm.traffic import ManagerInterface
 from policyspec.workload.reader import BLOCK_TOKENS, TraceRequest, block_key
@@ -36,13 +36,13 @@ __all__ = [
 ]
 
 MANAGERS: dict[str, Callable[..., Any]] = {
-    "R8": OffloadingManagerEmulation,
-    **{r.revision: partial(OffloadingManagerEmulation, release=r.series) for r in RELEASES},
+    "R8": partial(emulation(RELEASES[0].series), release=RELEASES[0].series),
+    **{r.revision: partial(emulation(r.series), release=r.series) for r in RELEASES},
 }
 """The emulated manager that drives a policy of each API revision with the
-request hooks: each release folder's (policyspec.releases) for its
-revision, vLLM 0.33.0's (no touch) for R10, and the oldest release's for R8,
-whose hooks it also calls."""
+request hooks: each release folder's (policyspec.releases, ``emulation``:
+its ``manager.py`` when it has one) for its revision, and the oldest
+release's for R8, whose hooks it also calls."""
 
 
 RELEASE_OF: dict[str, str] = {r.revision: r.version for r in RELEASES[1:]}
@@ -74,7 +74,7 @@ def manager_class(api: str) -> Callable[..., Any]:
     """The emulated manager for a policy of revision ``api``; revisions
     without the request hooks are played by vLLM 0.33.0's manager through
     the base class's default hooks (``workload.ports``)."""
-    return MANAGERS.get(api, OffloadingManagerEmulation)
+    return MANAGERS.get(api, MANAGERS["R8"])
 
 
 @dataclass(frozen=True)

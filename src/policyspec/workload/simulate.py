@@ -21,6 +21,7 @@ from typing import Any
 import policyspec.hash_order as hash_order
 from policyspec.adapters import load_subject
 from policyspec.adapters.seed import unwrap
+from policyspec.protocols import observation_hooks
 from policyspec.releases import RELEASES, find
 from policyspec.subject import Subject
 from policyspec.vllm import standins
@@ -335,7 +336,7 @@ def _run_cell(
         raise ValueError(f"unknown semantics {semantics!r} (one of {', '.join(SEMANTICS)})")
     cell = Cell(key.index, trace.path, policy.label, key.capacity)
     started = time.process_time()
-    timed = TimedPolicy(driven_policy(subject, key.capacity))
+    timed = TimedPolicy(driven_policy(subject, key.capacity), observation_hooks(subject.api))
     manager = manager_class(subject.api)(timed, key.capacity, store_threshold=store_threshold,
                                          chunk_type=Chunk)
     read = read_trace(trace.path)
