@@ -2,8 +2,9 @@
 a made-up vLLM 0.35.0 whose revision R11 is R10 plus one hook,
 ``on_request_preempted``, is added as a folder outside the package, put on
 the discovery path by ``POLICYSPEC_RELEASES``, and ``new``, ``check``,
-``drift``, ``simulate`` and ``record``'s manager follow it. What does not
-follow yet is asserted as such, so that the day it follows this test says so.
+``drift``, ``simulate`` and ``record``'s manager follow it. Its
+``manager.py`` says when its manager calls the new hook; the check's engines
+then drive and judge that hook as an observation hook.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from drift_trees import write_tree
@@ -50,6 +52,68 @@ RELEASE_PY = textwrap.dedent(f'''\
     ''')
 
 
+MANAGER_PY = textwrap.dedent(f'''\
+    """vLLM 0.35.0's manager (made up): 0.34.0's, and {HOOK}.
+
+    When a request finishes, right before on_request_finished, the made-up
+    manager hands the policy every key the request met, in the order met:
+    {HOOK}(keys, req_context). The emulation has no preemption of its
+    own, so the finish stands for the last moment a preempted request is
+    seen.
+    """
+
+    from policyspec.vllm.manager import OffloadingManagerEmulation, RequestCacheAccess
+
+
+    class Manager(OffloadingManagerEmulation):
+        def on_request_finished(self, req_context):
+            record = req_context.get_state(RequestCacheAccess)
+            if record is not None and self._is_current(record) and not record.finished:
+                keys = [k for i in sorted(record.key_groups) for k in record.key_groups[i]]
+                if keys:
+                    self.call_hook("{HOOK}", keys, req_context)
+            super().on_request_finished(req_context)
+    ''')
+
+HOOKED_PY = textwrap.dedent(f'''\
+    """R11 policies: vLLM 0.34's LRU plus {HOOK}, right and wrong."""
+
+    import atexit
+    import os
+    from collections.abc import Iterable
+
+    from policyspec.reference.lru034 import LRU034CachePolicy
+
+    CALLS = []
+    atexit.register(lambda: open(os.environ["HOOK_CALLS"], "w").write(str(len(CALLS))))
+
+
+    class Good(LRU034CachePolicy):
+        """Counts the calls; a malformed one raises."""
+
+        def {HOOK}(self, keys, req_context):
+            keys = list(keys)
+            assert all(isinstance(k, bytes) for k in keys), keys
+            req_context.req_id  # every call comes with its request
+            CALLS.append(len(keys))
+
+
+    class Raising(LRU034CachePolicy):
+        def {HOOK}(self, keys, req_context):
+            raise RuntimeError("preempted")
+
+
+    class Dropping(LRU034CachePolicy):
+        """Drops the first idle key it is told of."""
+
+        def {HOOK}(self, keys, req_context):
+            for key in keys:
+                if key in self._idle_keys:
+                    self.remove(key)
+                    return
+    ''')
+
+
 def run(*args: str, cwd: Path, releases: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "policyspec", *args], cwd=cwd, capture_output=True, text=True,
@@ -72,11 +136,12 @@ def python(code: str, cwd: Path, releases: Path) -> str:
 
 @pytest.fixture(scope="module")
 def made_up(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The directory of release folders holding ``v0_35/`` (its release.py;
-    its signature.json is recorded by the drift test)."""
+    """The directory of release folders holding ``v0_35/`` (its release.py
+    and manager.py; its signature.json is recorded by the drift test)."""
     root = tmp_path_factory.mktemp("releases")
     (root / "v0_35").mkdir()
     (root / "v0_35" / "release.py").write_text(RELEASE_PY)
+    (root / "v0_35" / "manager.py").write_text(MANAGER_PY)
     return root
 
 
@@ -222,9 +287,9 @@ def test_drift_records_and_then_knows_the_signature(made_up: Path, tmp_path: Pat
     assert known.stdout.splitlines() == [
         f"policyspec drift: vLLM 0.35.0 ({tree}) is API revision R11, which this "
         "policyspec knows"]
-    # Every file the new release needed, measured: the folder's two files.
+    # Every file the new release needed, measured: the folder's three files.
     assert sorted(p.name for p in (made_up / "v0_35").iterdir()
-                  if p.name != "__pycache__") == ["release.py", "signature.json"]
+                  if p.name != "__pycache__") == ["manager.py", "release.py", "signature.json"]
 
 
 def test_simulate_plays_it_on_its_manager_with_the_newest_references(
@@ -235,8 +300,11 @@ def test_simulate_plays_it_on_its_manager_with_the_newest_references(
                "32", "--jobs", "1", "-q", "--json-report", str(report),
                cwd=starter.parent, releases=made_up)
     assert done.returncode == 0, done.stderr[-3000:]
-    policies = {cell["policy"] for cell in json.loads(report.read_text())["cells"]}
+    cells = json.loads(report.read_text())["cells"]
+    policies = {cell["policy"] for cell in cells}
     assert policies == {"mine.py:MinePolicy", "reference LRU", "reference ARC"}
+    mine = next(cell for cell in cells if cell["policy"] == "mine.py:MinePolicy")
+    assert mine["times"]["call_ns_by_method"][HOOK]["calls"] > 0  # manager.py's call
     out = python('''
         from policyspec.workload.simulate import references_for
         print(references_for("R11") == references_for("R10") != references_for("R9"))
@@ -244,30 +312,97 @@ def test_simulate_plays_it_on_its_manager_with_the_newest_references(
     assert out.strip() == "True"
 
 
-def test_what_does_not_follow_yet_the_manager_never_calls_the_new_hook(
+def test_the_folder_manager_calls_the_new_hook_under_traffic(
     made_up: Path, tmp_path: Path
 ) -> None:
-    """When vLLM's manager calls a new hook is behaviour, not data: the
-    emulation (vllm/manager.py) must learn it by hand. Until then the
-    emulated 0.35 manager drives an R11 policy exactly as 0.34's would, and
-    never calls the hook; this test fails the day it does."""
+    """When vLLM's manager calls a new hook is behaviour: the folder's
+    manager.py says it, and every place that builds 0.35's manager builds
+    that class (``emulation``); the older releases keep the base class."""
     out = python(f'''
-        from policyspec.vllm.manager import OffloadingManagerEmulation
+        import json
+        from policyspec.vllm.manager import OffloadingManagerEmulation, emulation
         from policyspec.vllm.traffic import TrafficConfig, drive
         from policyspec.reference import LRU034CachePolicy
+        from policyspec.workload.player import manager_class
+
+        calls = []
 
         class Counting(LRU034CachePolicy):
-            new = finished = 0
             def {HOOK}(self, keys, req_context):
-                type(self).new += 1
-            def on_request_finished(self, *args):
-                type(self).finished += 1
-                super().on_request_finished(*args)
+                calls.append(("{HOOK}", req_context.req_id, len(list(keys))))
+            def on_request_finished(self, groups, only, reused, req_context):
+                calls.append(("finished", req_context.req_id, 0))
+                super().on_request_finished(groups, only, reused, req_context)
 
-        manager = OffloadingManagerEmulation(Counting(8), 8, release="0.35")
+        Manager = emulation("0.35")
+        manager = Manager(Counting(8), 8, release="0.35")
         drive(manager, TrafficConfig(seed=1, requests=200, touch=0.0))
-        print(Counting.new, Counting.finished)
+        preempted = [i for i, c in enumerate(calls) if c[0] == "{HOOK}"]
+        print(json.dumps({{
+            "preempted": len(preempted),
+            "finished": sum(c[0] == "finished" for c in calls),
+            "then_finished": all(calls[i + 1][:2] == ("finished", calls[i][1])
+                                 for i in preempted),
+            "keys": min((calls[i][2] for i in preempted), default=0),
+            "own": Manager is not OffloadingManagerEmulation,
+            "older": [emulation(r) is OffloadingManagerEmulation for r in ("0.33", "0.34")],
+            "player": manager_class("R11").func is Manager,
+        }}))
         ''', tmp_path, made_up)
-    new, finished = map(int, out.split())
-    assert finished > 0  # the traffic ran through the hooks the manager knows
-    assert new == 0
+    seen = json.loads(out)
+    assert seen["finished"] > 0 and seen["preempted"] > 0, seen
+    assert seen["then_finished"] and seen["keys"] >= 1, seen  # right before the finish
+    assert seen["own"] and seen["older"] == [True, True] and seen["player"], seen
+
+
+@pytest.fixture(scope="module")
+def hooked(made_up: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("hooked")
+    (work / "hooked.py").write_text(HOOKED_PY)
+    return work
+
+
+def check_json(hooked: Path, made_up: Path, name: str) -> tuple[int, dict[str, Any], int]:
+    """``policyspec check hooked.py:<name>`` under the made-up release: its
+    exit code, JSON report and the calls of the new hook the policy got."""
+    report, calls = hooked / f"{name}.json", hooked / f"{name}.calls"
+    done = subprocess.run(
+        [sys.executable, "-m", "policyspec", "check", f"hooked.py:{name}", "--budget", "2",
+         "--jobs", "1", "-q", "--json-report", str(report)],
+        cwd=hooked, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "POLICYSPEC_RELEASES": str(made_up), "HOOK_CALLS": str(calls),
+             "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert report.is_file(), done.stderr[-3000:]
+    return done.returncode, json.loads(report.read_text()), int(calls.read_text() or 0)
+
+
+@pytest.mark.parametrize(("name", "requirement"), [
+    ("Raising", "HOOK-TOTAL"), ("Dropping", "HOOK-KEEPS-MEMBERSHIP"),
+])
+def test_check_judges_the_new_hook(
+    hooked: Path, made_up: Path, name: str, requirement: str
+) -> None:
+    """A raise in the new hook breaks HOOK-TOTAL, a key it drops
+    HOOK-KEEPS-MEMBERSHIP, as in on_request_access: the minimal trace ends
+    with the hook's model action, and its snippet calls the hook."""
+    code, report, _ = check_json(hooked, made_up, name)
+    assert code == 1 and report["api"] == "R11", report["errors"]
+    assert [f["requirement"] for f in report["failures"]] == [requirement]
+    failure = report["failures"][0]
+    last = failure["actions"][-1]
+    assert (last["op"], last["name"]) == ("hook", HOOK), failure["actions"]
+    assert f"{HOOK}(" in failure["trace"][-1]
+    assert f"policy.{HOOK}(" in failure["repro"]
+    assert failure["repro_shown"], failure.get("repro_result")
+
+
+def test_a_correct_r11_policy_passes_with_the_new_hook_called(
+    hooked: Path, made_up: Path
+) -> None:
+    code, report, calls = check_json(hooked, made_up, "Good")
+    assert code == 0 and report["verdict"] == "pass", report["failures"]
+    assert calls > 0  # the engines called the new hook, and it was judged
+    checks = {r["id"]: r for r in report["requirements"]}
+    assert checks["HOOK-TOTAL"]["status"] == "pass"
+    assert checks["HOOK-KEEPS-MEMBERSHIP"]["status"] == "pass"
