@@ -3,7 +3,9 @@ drawn only from what the model's preconditions allow, so every run stays
 inside the caller contract, and Hypothesis shrinks a failure to a short
 story. Bulk rules and a capacity drawn per example reach production sizes
 (spec/engines.md, spec/sizes.md) while staying ordinary steps of the trace,
-so witnesses replay and minimise as any other.
+so witnesses replay and minimise as any other. Its rules are the model's
+named actions: a later release's observation hook is left to the fast,
+vllm-manager and trace engines (spec/drift.md).
 """
 
 from __future__ import annotations
