@@ -406,3 +406,31 @@ def test_a_correct_r11_policy_passes_with_the_new_hook_called(
     checks = {r["id"]: r for r in report["requirements"]}
     assert checks["HOOK-TOTAL"]["status"] == "pass"
     assert checks["HOOK-KEEPS-MEMBERSHIP"]["status"] == "pass"
+
+
+def test_the_hook_action_through_the_model_and_the_trace_tools() -> None:
+    """``("hook", name, r, keys)``: legal while r is open, with any keys;
+    the model does not move; every trace tool reads it."""
+    from policyspec.model.actions import is_legal, request_of
+    from policyspec.model.step import PRESENCE_REQUIREMENT, ProfileModel
+    from policyspec.reports.trace_record import decode_action, encode_action
+    from policyspec.witness.minimise import keys_of, renamed, without_key
+    from policyspec.witness.render import describe
+
+    hook = ("hook", HOOK, 3, (7, 7, 99))
+    model = ProfileModel.fresh(None, 4).after([("insert", 7, 0, 3)])
+    assert model.allows(hook) and model.allows(("hook", HOOK, 3, ()))
+    after = model.step(hook).model
+    assert after.state == model.state and after.requests == model.requests
+    finished = model.after([("on_request_finished", 3, ((7,),), frozenset({7}), frozenset())])
+    assert not is_legal(finished.state, hook, finished.requests)
+    assert PRESENCE_REQUIREMENT["hook"] == "HOOK-KEEPS-MEMBERSHIP"
+    assert request_of(hook) == 3
+    record = encode_action(hook)
+    assert record == {"op": "hook", "name": HOOK, "request": 3, "keys": [7, 7, 99]}
+    assert decode_action(record) == hook
+    assert describe(hook).startswith(f"request 3: {HOOK}([7, 7, 99])")
+    assert keys_of(hook) == (7, 7, 99)
+    assert renamed(hook, {7: 0, 99: 1}.__getitem__) == ("hook", HOOK, 3, (0, 0, 1))
+    assert without_key((hook,), 7) == (("hook", HOOK, 3, (99,)),)
+    assert without_key((("hook", HOOK, 3, (7,)),), 7) == ()
