@@ -1,7 +1,8 @@
 """The vLLM releases policyspec follows, one folder each (``v0_33/``,
 ``v0_34/``: a ``release.py`` defining ``RELEASE`` and the ``signature.json``
-drift knows it by), and which is installed here. Shared code reads these
-records, so following a release starts with adding a folder
+drift knows it by; a ``manager.py`` when its manager makes new calls,
+``vllm.manager.emulation``), and which is installed here. Shared code reads
+these records, so following a release starts with adding a folder
 (spec/drift.md); ``POLICYSPEC_RELEASES`` names more directories to scan. A
 policy that fits two revisions is driven as the installed vLLM's.
 """
