@@ -80,12 +80,12 @@ HOOKED_PY = textwrap.dedent(f'''\
 
     import atexit
     import os
-    from collections.abc import Iterable
 
     from policyspec.reference.lru034 import LRU034CachePolicy
 
     CALLS = []
-    atexit.register(lambda: open(os.environ["HOOK_CALLS"], "w").write(str(len(CALLS))))
+    # (appended: a run may load this module more than once)
+    atexit.register(lambda: open(os.environ["HOOK_CALLS"], "a").write(f"{{len(CALLS)}}\\n"))
 
 
     class Good(LRU034CachePolicy):
@@ -374,7 +374,12 @@ def check_json(hooked: Path, made_up: Path, name: str) -> tuple[int, dict[str, A
              "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert report.is_file(), done.stderr[-3000:]
-    return done.returncode, json.loads(report.read_text()), int(calls.read_text() or 0)
+    return done.returncode, json.loads(report.read_text()), hook_calls(calls)
+
+
+def hook_calls(path: Path) -> int:
+    """The calls of the new hook ``hooked.py``'s policies counted in a run."""
+    return sum(int(n) for n in path.read_text().split()) if path.is_file() else 0
 
 
 @pytest.mark.parametrize(("name", "requirement"), [
@@ -434,3 +439,20 @@ def test_the_hook_action_through_the_model_and_the_trace_tools() -> None:
     assert renamed(hook, {7: 0, 99: 1}.__getitem__) == ("hook", HOOK, 3, (0, 0, 1))
     assert without_key((hook,), 7) == (("hook", HOOK, 3, (99,)),)
     assert without_key((("hook", HOOK, 3, (7,)),), 7) == ()
+
+
+def test_record_hands_the_new_hook_to_the_policy(hooked: Path, made_up: Path) -> None:
+    """``record`` drives the guard through the folder's manager: the guard
+    hands the new hook to the policy (its history has no record of it yet:
+    spec/drift.md)."""
+    calls = hooked / "record.calls"
+    done = subprocess.run(
+        [sys.executable, "-m", "policyspec", "record", "hooked.py:Good", "--out",
+         str(hooked / "h.jsonl"), "--calls", "2000"],
+        cwd=hooked, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "POLICYSPEC_RELEASES": str(made_up), "HOOK_CALLS": str(calls),
+             "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "behind vLLM 0.35.0's manager" in done.stdout
+    assert hook_calls(calls) > 0
