@@ -14,11 +14,20 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["OPERATIONS", "callers", "located", "operations_named"]
+__all__ = ["BESIDE_CULPRITS", "OPERATIONS", "callers", "located", "operations_named"]
 
 OPERATIONS = ("insert", "remove", "evict", "get", "touch", "clear", "mark_evictable",
               "mark_non_evictable", "on_store_miss", "on_request_access", "on_request_finished")
 """The policy calls a culprit can be named after."""
+
+
+BESIDE_CULPRITS = {
+    "ARC-EVICT-GHOSTS": ("evict",),
+    "ARC-GHOST-ADAPT": ("touch",),
+    "ARC-TOUCH-NOT-READY": ("touch",),
+}
+"""Ids the ARC diagnosis names beside the culprits, by the call their
+spec text is about (spec/arc.md)."""
 
 
 def operations_named(profile_name: str, requirement: str) -> frozenset[str]:
@@ -28,7 +37,8 @@ def operations_named(profile_name: str, requirement: str) -> frozenset[str]:
     refinement = get_profile(profile_name).refinement
     if refinement is None:
         return frozenset()
-    return frozenset(op for op in OPERATIONS if refinement.culprit(op) == requirement)
+    return frozenset(op for op in OPERATIONS if refinement.culprit(op) == requirement) | (
+        frozenset(BESIDE_CULPRITS.get(requirement, ())))
 
 
 def callers(source: str, definition: str) -> frozenset[str]:
