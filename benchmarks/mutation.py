@@ -12,8 +12,10 @@ A killed mutant is judged three more ways, since a kill is only useful to
 an author when it is right: the check's verdict must be FAIL (an ERROR is
 a defect of policyspec); the requirement the report names must be the one
 a replay of its witness breaks on the mutant (``mutation_judge.py``,
-"blame right"); and the failure's snippet must fail in a fresh process on
-the mutant and pass on the original ("snippet shown to fail").
+"blame right"), or, for the operation an exact profile's diagnosis names
+behind a wrong order, an operation whose method runs the mutated code
+(``mutation_located.py``); and the failure's snippet must fail in a fresh
+process on the mutant and pass on the original ("snippet shown to fail").
 
 Each survivor must be named in the ledger (``mutation_missing_checks.toml``:
 a check the suite lacks; ``mutation_equivalent.toml``: equivalent under the
