@@ -79,10 +79,13 @@ def test_a_call_that_shows_its_own_fault_is_blamed_not_the_hook_before_it(engine
 
 
 @pytest.mark.parametrize("engine", ["fast", "stateful"])
-def test_a_clock_that_takes_a_referenced_chunk_on_no_lap_is_evict_s_fault(engine: str) -> None:
+@pytest.mark.parametrize("newcomer", ["clock_one_pass_evict", "clock_sweep_stops_at_referenced"])
+def test_a_clock_that_takes_a_referenced_chunk_on_no_lap_is_evict_s_fault(engine: str,
+                                                                          newcomer: str) -> None:
     # on_request_access only set a reference bit, as CLOCK's hooks do; evict
-    # never looks a second time, so it refuses an eligible chunk
-    report = _check(f"{NEW / 'clock_one_pass_evict.py'}:ClockCachePolicy", "core", engine)
+    # never looks a second time (or stops at the bit), so it refuses an
+    # eligible chunk
+    report = _check(f"{NEW / (newcomer + '.py')}:ClockCachePolicy", "core", engine)
     assert [f.requirement for f in report.failures] == ["EVICT-LIVENESS"], report.failures
     assert _status(report, "HOOK-KEEPS-MEMBERSHIP") == PASS
 

@@ -412,8 +412,10 @@ def _holds_eligible_as_modelled(
     Repeated single evicts beside a fresh key, not one evict of them all: a
     CLOCK that skips a chunk whose reference bit a hook set, once per lap,
     still reaches it once a lap spends the bit; a key a hook really made
-    ineligible is never reached however often evict is asked. A refusal
-    that spends state is evict's own fault (EVICT-LIVENESS, EVICT-ATOMIC)."""
+    ineligible is never reached however often evict is asked, while the
+    fresh key, which no hook named, is. An evict that never gives up even
+    the fresh key, or a refusal that spends state, is evict's own fault
+    (EVICT-LIVENESS, EVICT-ATOMIC)."""
     harness = _replayed(subject, profile, capacity, prefix)
     if harness is None:
         return True
@@ -429,6 +431,7 @@ def _holds_eligible_as_modelled(
     fresh = _add_fresh_idle_key(harness, prefix)
     allowed = want | ({fresh} if fresh is not None else set())
     reached: set[int] = set()
+    took_fresh = False
     for _ in range(2 * len(allowed) + 2):
         if reached == want:
             break
@@ -439,8 +442,12 @@ def _holds_eligible_as_modelled(
         for k in victims or ():
             if k not in allowed:
                 return False
-            if k != fresh:
+            if k == fresh:
+                took_fresh = True
+            else:
                 reached.add(k)
+    if reached != want and fresh is not None and not took_fresh:
+        return True  # evict refuses even the fresh key no hook named: evict's own fault
     return reached == want
 
 
