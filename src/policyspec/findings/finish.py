@@ -30,7 +30,7 @@ from policyspec.subject import Subject
 from policyspec.witness.explain import culprit
 from policyspec.witness.minimise import bounded_witness, renumbered
 from policyspec.witness.render import comparison_repro, describe, measurement_repro, repro
-from policyspec.witness.reproduce import fails_with, failure_of
+from policyspec.witness.reproduce import fails_with, failure_of, replayed
 from policyspec.witness.reproduce import family as family_of
 from policyspec.witness.shown import (
     LIMIT_FACTOR,
@@ -399,6 +399,11 @@ def _hook_took_eligibility(
     return None
 
 
+def _every_id(_rid: str) -> bool:
+    """Every requirement fatal: a probe's replay stops at any failure."""
+    return True
+
+
 def _holds_eligible_as_modelled(
     subject: Subject, profile: Profile, capacity: int, prefix: tuple[Action, ...],
 ) -> bool:
@@ -416,11 +421,11 @@ def _holds_eligible_as_modelled(
     fresh key, which no hook named, is. An evict that never gives up even
     the fresh key, or a refusal that spends state, is evict's own fault
     (EVICT-LIVENESS, EVICT-ATOMIC)."""
-    harness = _replayed(subject, profile, capacity, prefix)
+    harness = replayed(subject, profile, capacity, prefix, fatal=_every_id, threads=False)
     if harness is None:
         return True
     want = set(eligible(harness.state, ()))
-    more = _replayed(subject, profile, capacity, prefix)
+    more = replayed(subject, profile, capacity, prefix, fatal=_every_id, threads=False)
     if more is not None:
         try:
             more.apply(("evict", len(want) + 1, frozenset()))
@@ -467,20 +472,6 @@ def _add_fresh_idle_key(harness: Lockstep, prefix: tuple[Action, ...]) -> int | 
                 return None
             return fresh
     return None
-
-
-def _replayed(
-    subject: Subject, profile: Profile, capacity: int, prefix: tuple[Action, ...],
-) -> Lockstep | None:
-    """A fresh policy after ``prefix`` in lockstep, or None when the prefix
-    itself fails."""
-    harness = Lockstep(subject, profile, capacity, observe=False, threads=False,
-                       fatal=lambda _rid: True)
-    try:
-        harness.run(prefix)
-    except (ConformanceFailure, Aborted, CallerContractError):
-        return None
-    return harness
 
 
 def _stale_request(

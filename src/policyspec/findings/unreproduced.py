@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
+from policyspec.harness import Aborted, CallerContractError, ConformanceFailure
 from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.run.result import Finding
 from policyspec.subject import Subject
 from policyspec.witness.render import describe
+from policyspec.witness.reproduce import replayed
 
 __all__ = ["not_reproduced"]
 
@@ -38,10 +39,11 @@ def _replayed_last(subject: Subject, profile: Profile, capacity: int,
     <result>"``; "" when the replay cannot say."""
     if not trace:
         return ""
-    harness = Lockstep(subject, profile, capacity, observe=False, threads=False,
-                       fatal=lambda _rid: False)
+    harness = replayed(subject, profile, capacity, trace[:-1], fatal=lambda _rid: False,
+                       threads=False)
+    if harness is None:
+        return ""
     try:
-        harness.run(trace[:-1])
         result = harness.apply(trace[-1])
     except (ConformanceFailure, Aborted, CallerContractError):
         return ""

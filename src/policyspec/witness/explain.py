@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from policyspec.environment import active
-from policyspec.harness import Aborted, CallerContractError, ConformanceFailure, Lockstep
+from policyspec.harness import Aborted, ConformanceFailure, Lockstep
 from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
 from policyspec.model.probe import Probe, ProbeResult
@@ -24,7 +24,7 @@ from policyspec.model.state import State
 from policyspec.model.step import Refinement
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
-from policyspec.witness.reproduce import failure_of
+from policyspec.witness.reproduce import failure_of, replayed
 
 __all__ = ["culprit", "run_probe"]
 
@@ -52,7 +52,7 @@ def culprit(
         if deadline is not None and time.monotonic() > deadline:
             return requirement
         prefix = trace[:end]
-        harness = _replay(subject, profile, capacity, prefix)
+        harness = replayed(subject, profile, capacity, prefix)
         if harness is None:
             return requirement
         probes = list(diagnosis.probes(harness.ext, harness.state))
@@ -83,7 +83,7 @@ def run_probe(
     the policy and on the refinement."""
     refinement = profile.refinement
     assert refinement is not None
-    harness = harness or _replay(subject, profile, capacity, prefix)
+    harness = harness or replayed(subject, profile, capacity, prefix)
     assert harness is not None, "the prefix replayed once already"
     try:
         harness.run(probe.setup_for(subject.has("touch")))
@@ -115,18 +115,6 @@ def _model_keys(harness: Lockstep, got: object) -> list[int] | None:
             return None
         keys.append(key)
     return keys
-
-
-def _replay(
-    subject: Subject, profile: Profile, capacity: int, prefix: Sequence[Action]
-) -> Lockstep | None:
-    """A harness that ran ``prefix``, or None when the prefix itself fails."""
-    harness = Lockstep(subject, profile, capacity, observe=False)
-    try:
-        harness.run(prefix)
-    except (ConformanceFailure, CallerContractError, Aborted):
-        return None
-    return harness
 
 
 class _WholeOrder:

@@ -10,7 +10,7 @@ from policyspec.model.actions import Action
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
 
-__all__ = ["fails_with", "failure_of", "family"]
+__all__ = ["fails_with", "failure_of", "family", "replayed"]
 
 
 def failure_of(
@@ -37,6 +37,28 @@ def failure_of(
     except CallerContractError:
         return None
     return harness.soft[0] if harness.soft else None
+
+
+def replayed(
+    subject: Subject,
+    profile: Profile,
+    capacity: int,
+    prefix: Sequence[Action],
+    *,
+    fatal: Callable[[str], bool] | None = None,
+    threads: bool | None = None,
+) -> Lockstep | None:
+    """A fresh policy's harness that ran ``prefix`` (no presence sweep), to
+    probe or step on from there; None when the prefix itself fails or the
+    caller contract forbids it. ``fatal`` and ``threads`` as for
+    ``failure_of``."""
+    harness = Lockstep(subject, profile, capacity, observe=False, fatal=fatal,
+                       threads=threads)
+    try:
+        harness.run(prefix)
+    except (ConformanceFailure, CallerContractError, Aborted):
+        return None
+    return harness
 
 
 def fails_with(
