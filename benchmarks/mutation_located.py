@@ -25,9 +25,12 @@ BESIDE_CULPRITS = {
     "ARC-EVICT-GHOSTS": ("evict",),
     "ARC-GHOST-ADAPT": ("touch",),
     "ARC-TOUCH-NOT-READY": ("touch",),
+    "LRU033-CLEAR-RESET": ("clear", "insert", "on_request_access"),
 }
-"""Ids the ARC diagnosis names beside the culprits, by the call their
-spec text is about (spec/arc.md)."""
+"""Ids a diagnosis names beside the culprits, by the calls their spec text
+is about (spec/arc.md, spec/lru033.md: after a clear, an insert or an
+access must not reuse a request's rank taken before it, and the LRU
+diagnosis names LRU033-CLEAR-RESET for that insert or access)."""
 
 
 def operations_named(profile_name: str, requirement: str) -> frozenset[str]:

@@ -151,7 +151,8 @@ def blame(
     credible = [r for r in results if moves or not _completes(r.probe)]
     # A probe "persists" only as the same measurement: t1 with the stores
     # completed and t1 with nothing to complete are two.
-    differed = {_kind(r.probe) for r in previous if r.differs}
+    differed = {_kind(r.probe) for r in previous if r.differs and (
+        history or r.probe.name not in ("t1", "t2"))}
     new = [r for r in credible if r.differs and _kind(r.probe) not in differed]
     if not new:
         return None
@@ -227,6 +228,12 @@ def _blame_target(
                 return _blame_adaptation([*history, action], index, results, top, variant)
             if moved is not None:
                 return moved
+    if explaining & earlier:
+        # The target the policy acts on fitted before this operation, and no
+        # operation before it could move it: it was never moved, so the
+        # policy started from another target or its rule reads it otherwise
+        # (only evict reads it).
+        return "ARC-EVICT-ORDER"
     if action[0] == "touch":
         return "ARC-TOUCH-ORDER"  # a touch of resident keys moved the target
     return _OP_REQUIREMENT[action[0]]

@@ -44,10 +44,15 @@ def culprit(
         return requirement
     if failure_of(subject, profile, capacity, trace, observe=False) is None:
         return refinement.culprit("get")
+    if _batch_alone(subject, profile, capacity, trace):
+        return refinement.order_requirement
     diagnosis = refinement.diagnosis() or _WholeOrder(refinement)
     before = Lockstep(subject, profile, capacity, observe=False)
     ext, state = before.ext, before.state.copy()
-    previous: list[ProbeResult] = []
+    # The fresh policy is probed too: a difference it shows already, before
+    # any operation of the trace, is no operation's doing.
+    previous = [run_probe(subject, profile, capacity, (), probe)
+                for probe in diagnosis.probes(ext, state)]
     for end in range(1, len(trace)):
         if deadline is not None and time.monotonic() > deadline:
             return requirement
@@ -72,6 +77,41 @@ def culprit(
         previous = results
         ext, state = harness.ext, harness.state.copy()
     return requirement
+
+
+def _batch_alone(
+    subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action]
+) -> bool:
+    """Whether the failing ``evict(n, P)`` that ends ``trace`` is wrong as a
+    batch only: the same state evicted one key at a time (n calls of
+    ``evict(1, P)``) gives the victims the refinement asks of the batch.
+    The spec's batch is its singles (each victim is chosen on what the
+    ones before it left), so a batch that differs is evict's own fault and
+    no earlier operation's, however the probes of a batch read the state."""
+    action = trace[-1] if trace else None
+    if action is None or action[0] != "evict" or action[1] < 2:
+        return False
+    n, protected = action[1], action[2]
+    harness = replayed(subject, profile, capacity, trace[:-1])
+    if harness is None:
+        return False
+    expected = harness.model.step(("evict", n, protected)).expected
+    if not isinstance(expected, list):
+        return False
+    taken: list[int] = []
+    for _ in range(n):
+        single = harness.model.step(("evict", 1, protected))
+        try:
+            with active(harness.environment):
+                got = harness.policy.evict(1, {harness.key(k) for k in protected})
+        except Exception:
+            return False
+        victims = None if got is None else _model_keys(harness, got)
+        if victims is None or victims != single.expected:
+            return False
+        taken.extend(victims)
+        harness.model = single.model
+    return taken == expected
 
 
 def run_probe(
