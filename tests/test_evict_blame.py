@@ -1,0 +1,179 @@
+"""An exact profile sees a wrong order only through ``evict``, and the
+diagnosis (``witness.explain.culprit``) probes each prefix of a witness
+through the policy's own ``evict`` to name the operation behind it. When the
+fault is in ``evict`` itself, those probes must not make an earlier
+operation look guilty (spec/arc.md and spec/lru.md, Attribution):
+
+* a batch ``evict(n)`` that the same state's n single evicts get right is
+  evict's own fault, whatever a batch probe read earlier;
+* an ARC whose choice of list is wrong from the fresh policy on, with a
+  target that no operation could have moved, breaks ARC-EVICT-ORDER, not
+  the insert or finish that first gave it two lists to choose from;
+* the faults the diagnosis does pin on an earlier operation stay pinned
+  there: tests/test_arc_corpus.py's attribution cases are the control.
+
+Each fault is tried on several traces (sizes, batch lengths, the call that
+fills T2), under every profile whose refinement it concerns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import pytest
+
+from policyspec.adapters import subject_for_class
+from policyspec.model.actions import Action
+from policyspec.profiles import get_profile
+from policyspec.reference import ARCCachePolicy, LRUCachePolicy
+from policyspec.reference.arc import ARC034CachePolicy
+from policyspec.reference.lru034 import LRU034CachePolicy
+from policyspec.subject import Subject
+from policyspec.witness.explain import culprit
+from policyspec.witness.reproduce import failure_of
+
+NONE: frozenset[int] = frozenset()
+
+
+def _skip_first(idle: Sequence[Any], n: int, protected: Collection[Any]) -> list[Any] | None:
+    """The batch fault shared by the LRUs below: for n >= 2 the least recent
+    eligible key is passed over when a later one can take its place."""
+    eligible = [k for k in idle if k not in protected]
+    if len(eligible) < n:
+        return None
+    return eligible[1:n + 1] if n >= 2 and len(eligible) > n else eligible[:n]
+
+
+class SeedLRUBatchSkipsFirst(LRUCachePolicy[Any, Any]):
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        if n == 0:
+            return []
+        victims = _skip_first(list(self.evictable_blocks), n, protected)
+        if victims is None:
+            return None
+        result = [(key, self.blocks.pop(key)) for key in victims]
+        for key in victims:
+            del self.evictable_blocks[key]
+        return result
+
+
+class LRU034BatchSwapsFirstTwo(LRU034CachePolicy[Any, Any]):
+    """For n >= 2 the two least recent victims come out swapped."""
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        victims = super().evict(n, protected)
+        if victims is not None and len(victims) >= 2:
+            victims[0], victims[1] = victims[1], victims[0]
+        return victims
+
+
+def _arc_evict(policy: Any, n: int, protected: Collection[Any], *, prefer_t1: Any,
+               t1_step: int = 1) -> list[tuple[Any, Any]] | None:
+    """ARC's choose-then-commit evict with the rule ``prefer_t1(t1_left,
+    floor)`` and T1's count lowered by ``t1_step`` per T1 victim."""
+    if n == 0:
+        return []
+    t1 = [(k, b) for k, b in policy.t1.items() if b.ref_cnt == 0 and k not in protected]
+    t2 = [(k, b) for k, b in policy.t2.items() if b.ref_cnt == 0 and k not in protected]
+    if len(t1) + len(t2) < n:
+        return None
+    floor, t1_left = int(policy.target_t1_size), len(policy.t1)
+    picks: list[tuple[Any, Any, bool]] = []
+    while len(picks) < n:
+        if (prefer_t1(t1_left, floor) and t1) or not t2:
+            picks.append((*t1.pop(0), True))
+            t1_left -= t1_step
+        else:
+            picks.append((*t2.pop(0), False))
+    result: list[tuple[Any, Any]] = policy._commit(picks)
+    return result
+
+
+class ARCBatchCountsT1Twice(ARCCachePolicy[Any, Any]):
+    """Each T1 victim lowers T1's count by two: a batch turns to T2 early."""
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        return _arc_evict(self, n, protected, prefer_t1=lambda c, t: c >= t, t1_step=2)
+
+
+class ARCComparesTheWrongWay(ARCCachePolicy[Any, Any]):
+    """T1 gives only while its count is below the target: at the target of 0
+    a fresh ARC starts with, T2 always gives first."""
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        return _arc_evict(self, n, protected, prefer_t1=lambda c, t: c < t)
+
+
+class ARC034ComparesTheWrongWay(ARC034CachePolicy[Any, Any]):
+    """The same rule fault in vLLM 0.34's ARC (no touch: T2 fills when a
+    request that reused a key finishes)."""
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        return _arc_evict(self, n, protected, prefer_t1=lambda c, t: c < t)
+
+
+class ARCTargetStartsAtCapacity(ARCCachePolicy[Any, Any]):
+    """Starts as if every ghost hit had been in B1: T2 gives first."""
+
+    def __init__(self, cache_capacity: int) -> None:
+        super().__init__(cache_capacity)
+        self.target_t1_size = float(cache_capacity)
+
+
+def stored(*keys: int) -> list[Action]:
+    return [("insert", k, 0) for k in keys]
+
+
+def finished(r: int, *keys: int) -> list[Action]:
+    """vLLM 0.34's second access: a request that reused ``keys`` finishes."""
+    return [("on_request_finished", r, (tuple(keys),), frozenset(), frozenset(keys))]
+
+
+CASES: list[tuple[str, type, str, int, list[Action], str]] = [
+    # A batch fault, whose singles are right.
+    ("seed LRU, evict(2)", SeedLRUBatchSkipsFirst, "lru", 8,
+     [*stored(0, 1, 2), ("evict", 2, NONE)], "LRU-EVICT-ORDER"),
+    ("seed LRU, evict(3) after a touch", SeedLRUBatchSkipsFirst, "lru", 4,
+     [*stored(0, 1, 2), ("touch", (0,)), *stored(3), ("evict", 3, NONE)], "LRU-EVICT-ORDER"),
+    ("vLLM 0.34 LRU, evict(2)", LRU034BatchSwapsFirstTwo, "lru-0.34", 8,
+     [*stored(0, 1, 2), ("evict", 2, NONE)], "LRU033-EVICT-ORDER"),
+    ("vLLM 0.34 LRU, evict(3) after a finish", LRU034BatchSwapsFirstTwo, "lru-0.34", 64,
+     [*stored(0, 1, 2, 3), *finished(5, 1), ("evict", 3, NONE)], "LRU033-EVICT-ORDER"),
+    ("ARC, evict(3) after a touch", ARCBatchCountsT1Twice, "arc", 8,
+     [*stored(0, 1, 2, 3), ("touch", (3,)), ("evict", 3, NONE)], "ARC-EVICT-ORDER"),
+    ("ARC, evict(3) at capacity 4", ARCBatchCountsT1Twice, "arc", 4,
+     [*stored(0, 1, 2, 3), ("touch", (3,)), ("evict", 3, NONE)], "ARC-EVICT-ORDER"),
+    ("ARC, evict(4) after a ghost hit", ARCBatchCountsT1Twice, "arc", 8,
+     [*stored(0, 1, 2, 3, 4, 5), ("evict", 1, NONE), ("touch", (0, 5)), ("evict", 4, NONE)],
+     "ARC-EVICT-ORDER"),
+    # A rule fault from the start, the target never moved.
+    ("ARC, T2 filled by a touch", ARCComparesTheWrongWay, "arc", 8,
+     [*stored(0, 1), ("touch", (1,)), ("evict", 1, NONE)], "ARC-EVICT-ORDER"),
+    ("ARC, T2 filled, then an insert", ARCComparesTheWrongWay, "arc", 4,
+     [*stored(0), ("touch", (0,)), *stored(1), ("evict", 1, NONE)], "ARC-EVICT-ORDER"),
+    ("vLLM 0.34 ARC, T2 filled by a finish", ARC034ComparesTheWrongWay, "arc-0.34", 8,
+     [*stored(0, 1), *finished(3, 1), ("evict", 1, NONE)], "ARC-EVICT-ORDER"),
+    ("vLLM 0.34 ARC, a finish, then an insert", ARC034ComparesTheWrongWay, "arc-0.34", 8,
+     [*stored(0), *finished(3, 0), *stored(1), ("evict", 1, NONE)], "ARC-EVICT-ORDER"),
+    ("ARC, a target that starts at the capacity", ARCTargetStartsAtCapacity, "arc", 8,
+     [*stored(0, 1), ("touch", (1,)), ("evict", 1, NONE)], "ARC-EVICT-ORDER"),
+]
+
+
+@pytest.mark.parametrize(
+    ("policy", "profile_name", "capacity", "trace", "expected"),
+    [case[1:] for case in CASES], ids=[case[0] for case in CASES],
+)
+def test_a_fault_of_evict_is_named_at_evict(
+    policy: type, profile_name: str, capacity: int, trace: list[Action], expected: str,
+) -> None:
+    subject: Subject = subject_for_class(policy)
+    profile = get_profile(profile_name)
+    refinement = profile.refinement
+    assert refinement is not None
+    found = failure_of(subject, profile, capacity, trace, observe=False)
+    assert found is not None, "the trace must fail"
+    seen = found.requirement
+    assert seen in (refinement.order_requirement, refinement.liveness_requirement), seen
+    assert culprit(subject, profile, capacity, trace, seen) == expected
