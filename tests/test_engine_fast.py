@@ -26,8 +26,10 @@ from policyspec.cli import main
 from policyspec.engines.fast import run_fast
 from policyspec.engines.fast_driver import Driver
 from policyspec.engines.fast_oracle import FastOracle
+from policyspec.findings.finish import finish
 from policyspec.harness import Lockstep
 from policyspec.harness.keymap import KeyMap
+from policyspec.harness.watchdog import Watchdog
 from policyspec.history.judge import IN_PLACE
 from policyspec.model.actions import is_legal
 from policyspec.model.evict import eligible
@@ -242,7 +244,7 @@ class RefusesBigEvictions(LRUCachePolicy[Any, Any]):
         (IgnoresProtected, "core", "EVICT-UNPROTECTED", 4),
         (EvictsInFlight, "core", "EVICT-IDLE-ONLY", 4),  # the manager's: one store completes
         (DropsOnShortage, "core", "EVICT-ATOMIC", 4),
-        (TouchesForward, "lru", "LRU-EVICT-ORDER", 8),
+        (TouchesForward, "lru", "LRU-TOUCH-ORDER", 8),  # blamed on the touch by the route
         (WritesRefCnt, "core", "BLOCK-NO-WRITE", 3),
         (OneShort, "core", "EVICT-EXACT-N", 8),
         (RemoveKeepsSome, "core", "REMOVE-DROPS", 5),
@@ -253,12 +255,14 @@ class RefusesBigEvictions(LRUCachePolicy[Any, Any]):
 def test_a_planted_fault_is_found_shrunk_and_named(
     policy: type, profile: str, requirement: str, longest: int
 ) -> None:
-    run = run_fast(EngineContext(subject_from_class(policy), get_profile(profile), 20.0, 0, 64))
-    assert run.error is None
-    assert [f.requirement for f in run.findings] == [requirement]
-    finding = run.findings[0]
-    assert finding.shrunk and finding.engine == "fast"
-    assert 1 <= len(finding.trace) <= longest, finding.trace
+    # found by the engine, replayed, named and shrunk by the report's route
+    report = run_check(subject_from_class(policy), get_profile(profile), budget=20.0, seed=0,
+                       engines=("fast",), capacity=64)
+    assert not report.errors, report.errors
+    assert [f.requirement for f in report.failures] == [requirement], report.failures
+    failure = report.failures[0]
+    assert failure.engine == "fast" and failure.reproduced
+    assert 1 <= len(failure.trace) <= longest, failure.trace
 
 
 def test_a_should_failure_is_reported_and_the_run_goes_on() -> None:
@@ -283,16 +287,22 @@ class FailsOnlyInItsFirstLife(LRUCachePolicy[Any, Any]):
         return None if self.first else super().get(key)
 
 
-def test_a_difference_the_harness_cannot_reproduce_is_an_error_with_both_runs() -> None:
-    run = run_fast(EngineContext(subject_from_class(FailsOnlyInItsFirstLife), get_profile("core"),
-                                 0, 0, 16, count=1))
-    assert run.error is not None and "does not reproduce" in run.error
-    # never a lost fault: the engine's run and the replay's, as a finding
-    [finding] = run.findings
-    assert finding.unreproduced.startswith("the replay breaks nothing")
-    assert "seen by the fast engine" in finding.message
-    assert "replayed on a fresh policy" in finding.message
-    assert "gave" in finding.message  # what the last call gave on the replay
+def test_the_engine_hands_over_its_exact_calls_and_the_route_replays_them() -> None:
+    subject = subject_from_class(FailsOnlyInItsFirstLife)
+    profile = get_profile("core")
+    run = run_fast(EngineContext(subject, profile, 0, 0, 16, count=1))
+    # the engine judges nothing itself: its calls, as made, with what it saw
+    [seen] = run.findings
+    assert not seen.shrunk and seen.trace and run.error is None
+    assert seen.replays > 0  # the shrinking its budget pays for, done by the route
+    with Watchdog(10) as watchdog:
+        [failure] = finish(subject, profile, [run], capacity=16, seed=0, watchdog=watchdog,
+                           tries=300)
+    # never a lost fault: the engine's run and the replay's, as a failure
+    assert not failure.reproduced
+    assert "seen by the fast engine" in failure.message
+    assert "replayed on a fresh policy" in failure.message
+    assert "gave" in failure.message  # what the last call gave on the replay
 
 
 # -- determinism and counting ----------------------------------------------------------

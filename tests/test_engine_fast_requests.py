@@ -183,11 +183,12 @@ def test_the_fast_engine_alone_catches_the_core_hook_faults(stem: str, requireme
 
 def test_a_hook_fault_gives_the_same_finding_for_the_same_seed() -> None:
     subject = faulty("hook_finish_raises_on_in_flight")
-    first, again = (run_fast(EngineContext(subject, CORE, 2.0, 7, 64)) for _ in range(2))
-    assert first.findings and first.findings[0].requirement == "HOOK-TOTAL"
-    assert [(f.requirement, f.trace) for f in first.findings] == [
-        (f.requirement, f.trace) for f in again.findings]
-    assert any(a[0] == "on_request_finished" for a in first.findings[0].trace)
+    first, again = (run_check(subject, CORE, budget=2.0, seed=7, engines=("fast",),
+                              capacity=64) for _ in range(2))
+    assert first.failures and first.failures[0].requirement == "HOOK-TOTAL", first.failures
+    assert [(f.requirement, f.trace) for f in first.failures] == [
+        (f.requirement, f.trace) for f in again.failures]
+    assert any("on_request_finished" in step for step in first.failures[0].trace)
 
 
 def test_inserts_carry_their_request_in_flight_or_idle() -> None:

@@ -68,6 +68,18 @@ class LRU034BatchSwapsFirstTwo(LRU034CachePolicy[Any, Any]):
         return victims
 
 
+class SeedLRURefusesBatches(LRUCachePolicy[Any, Any]):
+    """Refuses any evict of two keys or more: a liveness fault, of evict's own."""
+
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        return None if n >= 2 else super().evict(n, protected)
+
+
+class ARCRefusesBatches(ARCCachePolicy[Any, Any]):
+    def evict(self, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        return None if n >= 2 else super().evict(n, protected)
+
+
 def _arc_evict(policy: Any, n: int, protected: Collection[Any], *, prefer_t1: Any,
                t1_step: int = 1) -> list[tuple[Any, Any]] | None:
     """ARC's choose-then-commit evict with the rule ``prefer_t1(t1_left,
@@ -147,6 +159,11 @@ CASES: list[tuple[str, type, str, int, list[Action], str]] = [
     ("ARC, evict(4) after a ghost hit", ARCBatchCountsT1Twice, "arc", 8,
      [*stored(0, 1, 2, 3, 4, 5), ("evict", 1, NONE), ("touch", (0, 5)), ("evict", 4, NONE)],
      "ARC-EVICT-ORDER"),
+    # A batch refusal, whose singles succeed: the refusal is evict's own.
+    ("seed LRU, a refused evict(3)", SeedLRURefusesBatches, "lru", 8,
+     [*stored(0, 1, 2, 3), ("touch", (0,)), ("evict", 3, NONE)], "LRU-LIVENESS"),
+    ("ARC, a refused evict(2)", ARCRefusesBatches, "arc", 8,
+     [*stored(0, 1, 2), ("touch", (1,)), ("evict", 2, NONE)], "ARC-LIVENESS"),
     # A rule fault from the start, the target never moved.
     ("ARC, T2 filled by a touch", ARCComparesTheWrongWay, "arc", 8,
      [*stored(0, 1), ("touch", (1,)), ("evict", 1, NONE)], "ARC-EVICT-ORDER"),

@@ -3,17 +3,18 @@
 Hypothesis's stateful engine is slow next to a policy, so this one draws
 legal actions straight from the oracle's state and checks each call with
 ``fast_driver.Driver``, including long runs at production capacity
-(spec/engines.md, spec/sizes.md). It only detects: the ``Lockstep`` harness
-replays a failure, names the requirement and shrinks it, so its findings
-read like every other engine's; a failure the harness does not reproduce
-is an engine error, never a verdict.
+(spec/engines.md, spec/sizes.md). It only detects: it hands the calls of a
+failing run to the report's route (``findings.finish``), which replays them
+in the ``Lockstep`` harness, names the requirement and shrinks them, so its
+findings read like every other engine's; calls the replay does not break
+are reported as not reproduced, never as a verdict.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from time import monotonic
 
@@ -21,7 +22,6 @@ from policyspec.engines.cost import superlinear
 from policyspec.engines.fast_driver import Difference, Driver, failed_call
 from policyspec.engines.fast_oracle import FastOracle
 from policyspec.environment import Environment
-from policyspec.findings.unreproduced import not_reproduced
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY
 from policyspec.harness.keymap import KeyMap
@@ -43,8 +43,6 @@ from policyspec.sources.request_source import RequestSource
 from policyspec.sources.sizes import FAST_LONG_CAPACITY, STEEP_MOST, first_played, played_capacities
 from policyspec.subject import Subject
 from policyspec.vllm.standins.gaps import raise_if_gap
-from policyspec.witness.minimise import bounded_witness
-from policyspec.witness.reproduce import fails_with, failure_of
 
 __all__ = [
     "EXAMPLE_STEPS", "LONG_EVERY", "LONG_FIRST", "LONG_STEPS", "SMALL_CAPACITY", "SWEEP_EVERY",
@@ -244,7 +242,7 @@ def _run_driver(
         except Difference as found:
             sightings.saw(found.requirement, driver.calls)
             trace = _spelled(runs)
-            _judge(run, subject, profile, size, trace, found, cap, _shown(size, capacity))
+            _judge(run, trace, found, _shown(size, capacity))
         except CallTimeout:
             trace = _spelled(runs)
             message = f"a policy call in {_brief(runs[-1])} did not return within the time limit"
@@ -255,7 +253,7 @@ def _run_driver(
             trace = _spelled(runs)
             raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: "
                                 f"{keymap.text(str(exc))}")
-            _judge(run, subject, profile, size, trace, raised, cap, _shown(size, capacity))
+            _judge(run, trace, raised, _shown(size, capacity))
         finally:
             watch.op = None
             driver.environment.leave(outer)
@@ -270,13 +268,11 @@ def _run_driver(
             break
     if pending is not None and not run.findings and not run.error:
         at, trace, seen = pending
-        _judge(run, subject, profile, at, trace, seen, cap, _shown(at, capacity),
-               unobserved_first=True)
+        _judge(run, trace, seen, _shown(at, capacity))
     if other:
         run.checked["API-ANY-THREAD"] += other
     for requirement, (trace, size) in soft.items():
-        _judge(run, subject, profile, size, trace, Difference(requirement, "soft"), cap,
-               _shown(size, capacity))
+        _judge(run, trace, _soft(requirement), _shown(size, capacity))
     if longs:
         run.counts["long_runs"] = longs
         run.counts["largest_keys"] = largest  # run_details says it, once per engine
@@ -315,8 +311,7 @@ def _long_example(
     if found is not None:
         sightings.saw(found.requirement, driver.calls)
         if found.requirement in COSTLY:  # every replay would cost a limit: the route's
-            _judge(run, subject, profile, size, _spelled(runs), found, cap,
-                   _shown(size, capacity))
+            _judge(run, _spelled(runs), found, _shown(size, capacity))
             return peak, None
         smaller = _smallest_long(subject, profile, capacity, seed, example, found.requirement,
                                  must, keymap, cap)
@@ -331,8 +326,7 @@ def _long_example(
                 f"{len(_spelled(runs)):,} actions is too long to judge in lockstep here (the "
                 "size engine judges faults of that size)")
         else:
-            _judge(run, subject, profile, size, _spelled(runs), found, cap,
-                   _shown(size, capacity), unobserved_first=True)
+            _judge(run, _spelled(runs), found, _shown(size, capacity))
     return peak, None
 
 
@@ -529,8 +523,7 @@ def _run_lockstep(
                 for action in _next_actions(source, harness.state, harness.environment):
                     harness.apply(action)
         except ConformanceFailure as failure:
-            _judge(run, subject, profile, capacity, list(failure.trace),
-                   Difference(failure.requirement, failure.message), cap)
+            _judge(run, list(failure.trace), Difference(failure.requirement, failure.message))
         except CallTimeout:
             run.add(Finding("API-RETURNS", "a policy call did not return within the time "
                             "limit", tuple(harness.trace), ENGINE))
@@ -543,8 +536,7 @@ def _run_lockstep(
         if run.findings or run.error:
             break
     for requirement, trace in soft.items():
-        _judge(run, subject, profile, capacity, list(trace), Difference(requirement, "soft"),
-               cap)
+        _judge(run, list(trace), _soft(requirement))
 
 
 def _next_actions(source: ActionSource, state: State, environment: Environment) -> list[Action]:
@@ -558,11 +550,11 @@ def _next_actions(source: ActionSource, state: State, environment: Environment) 
     return [source.next(state)]
 
 
-# -- judging and shrinking --------------------------------------------------------------
+# -- handing over -------------------------------------------------------------------------
 
 SHRINK_TRIES = 1000
-"""Replays the engine shrinks one finding with (the report's minimiser goes
-on from the result)."""
+"""Replays of the route's minimising this engine's budget pays for, per
+finding it hands over (``Finding.replays``)."""
 
 RATE = 1400.0
 """Examples of EXAMPLE_STEPS actions per work unit (run.budget): calibrated
@@ -571,69 +563,28 @@ RATE_LOCKSTEP = 100.0
 """The same for a refinement without a fast oracle (``_run_lockstep``)."""
 
 
+def _soft(requirement: str) -> Difference:
+    """What the engine saw of a SHOULD it recorded broken and ran on past."""
+    return Difference(requirement, f"{requirement}, a SHOULD, broken in this run")
+
+
 def _judge(
     run: EngineRun,
-    subject: Subject,
-    profile: Profile,
-    capacity: int,
     trace: list[Action],
     found: Difference,
-    cap: float | None,
     shown: int | None = None,
-    *,
-    unobserved_first: bool = False,
 ) -> None:
-    """Replay ``trace`` in the full harness; report what it finds, shrunk
-    with SHRINK_TRIES replays (until the wall-time ``cap`` at most). A
-    SHOULD failure is replayed with only that requirement fatal. ``shown``:
-    the capacity the finding says it runs at (None: the run's).
-    ``unobserved_first``: replay without get of every key first (a long
-    run's trace names thousands of keys)."""
+    """Hand the exact calls of a run that broke ``found.requirement`` to
+    the report's route (``findings.finish``), which replays them on a fresh
+    policy, names what they break there and shrinks them, with SHRINK_TRIES
+    replays of this engine's on top of its own (none for a hang or a crash:
+    each replay of those costs a time limit, and the route bounds their
+    count). ``shown``: the capacity the finding says it runs at (None: the
+    run's)."""
     watch.op = None
-    if found.requirement in COSTLY:
-        # Handed over as made: the report's route shrinks a hang or a crash
-        # with a bounded count of the replays that cost one.
-        run.add(Finding(found.requirement, found.message, tuple(trace), ENGINE, capacity=shown))
-        return
-    fatal = None
-    known = load_registry().get(found.requirement)
-    if known is not None and known.level != "MUST":
-        wanted = found.requirement
-        fatal = lambda rid: rid == wanted  # noqa: E731
-    failure = failure_of(subject, profile, capacity, trace, fatal=fatal,
-                         observe=not unobserved_first)
-    if failure is None:
-        failure = failure_of(subject, profile, capacity, trace, fatal=fatal,
-                             observe=unobserved_first)
-    if failure is None:
-        run.error = (
-            f"the fast engine saw {found.requirement} after {len(trace)} actions, but a replay "
-            "of the same calls on a fresh policy does not reproduce it (a non-deterministic "
-            "policy, or a bug in policyspec): both runs are under its failure")
-        run.add(not_reproduced(subject, profile, capacity, trace, found.requirement,
-                               found.message, ENGINE, shown=shown))
-        return
-    requirement = failure.requirement
-    small = _shrink(subject, profile, capacity, failure.trace, requirement, cap)
-    confirmed = failure_of(subject, profile, capacity, small, fatal=lambda r: r == requirement,
-                           observe=not unobserved_first)
-    message = confirmed.message if confirmed is not None else failure.message
-    run.add(Finding(requirement, message, small, ENGINE, shrunk=True, capacity=shown))
-
-
-def _shrink(
-    subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str,
-    cap: float | None,
-) -> tuple[Action, ...]:
-    """At most SHRINK_TRIES replays, until the wall-time ``cap``: the
-    report's minimiser goes on from the result."""
-    return bounded_witness(
-        trace,
-        fails_with(subject, profile, capacity, requirement),
-        fails_with(subject, profile, capacity, requirement, observe=False, threads=False),
-        SHRINK_TRIES,
-        cap,
-    )[0]
+    replays = 0 if found.requirement in COSTLY else SHRINK_TRIES
+    run.add(Finding(found.requirement, found.message, tuple(trace), ENGINE, capacity=shown,
+                    replays=replays))
 
 
 ENGINES = (Engine(ENGINE, run_fast, 0.15, parts=2),)

@@ -17,7 +17,6 @@ from time import monotonic
 from policyspec.engines.cost import superlinear
 from policyspec.engines.fast import count_checks
 from policyspec.engines.fast_driver import Difference, Driver, failed_call
-from policyspec.findings.unreproduced import not_reproduced
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY
 from policyspec.harness.keymap import KeyMap
@@ -33,9 +32,6 @@ from policyspec.run.result import EngineRun, Finding
 from policyspec.sources.action_source import Run, actions_of
 from policyspec.sources.sizes import STEEP_MOST
 from policyspec.subject import Subject
-from policyspec.witness.minimise import coarse, renumbered
-from policyspec.witness.reproduce import failure_of
-from policyspec.witness.shrink import shrink
 
 __all__ = [
     "HUGE", "LADDER", "LENGTH_MOST", "LOCKSTEP_MOST", "TIERS", "Scenario", "run_size",
@@ -64,18 +60,6 @@ BUSY_MOST = 3
 """Stored keys that stay in flight or are being read, at most."""
 EXTRA_OPS = 4
 """Operations drawn at random after each operation once (in a random order)."""
-SHRINK_TRIES = 30
-"""Replays the generic shrinker may spend on a judged trace of few actions."""
-SHRINK_MOST = 400
-"""Longest judged trace the generic shrinker is tried on."""
-COARSE_TRIES = 80
-"""Replays ``minimise.coarse`` may spend on a longer one first."""
-COARSE_MOST = 2_000
-"""Longest judged trace ``coarse`` is tried on: a replay through ``Lockstep``
-grows faster than the trace (the model's state is copied at every step), and
-a fault that needs thousands of stores (a ring of 4,096) keeps them anyway."""
-
-
 @dataclass(frozen=True)
 class Scenario:
     """One example: its seed and its two sizes; the capacity the policy is
@@ -390,7 +374,7 @@ def run_size(ctx: EngineContext) -> EngineRun:
     most. A fixed capacity (``--capacity``) builds every scenario's policy
     with it, else each scenario has its own capacity."""
     subject, profile, capacity, fixed = ctx.subject, ctx.profile, ctx.capacity, ctx.capacity_fixed
-    examples, cap = ctx.count, ctx.cap
+    examples = ctx.count
     started = monotonic()
     player = Player(subject, profile, capacity if fixed else None)
     run = player.checked
@@ -438,13 +422,13 @@ def run_size(ctx: EngineContext) -> EngineRun:
                                 tuple(_spelled(outcome.runs)), ENGINE,
                                 capacity=scenario.capacity(player.fixed)))
             else:
-                _judge(run, player, scenario, found, cap)
+                _judge(run, player, scenario, found)
             break
         if sightings.stopped():
             break
     if pending is not None and not run.findings and not run.error:
         # A SHOULD only a size shows is reported too: no other engine plays it.
-        _judge(run, player, pending[0], pending[1], cap)
+        _judge(run, player, pending[0], pending[1])
     run.planned = run.examples + run.capped  # a capped run had one more to play, at least
     run.counts["largest_capacity"] = largest  # run_details says it, once per engine
     run.seconds = monotonic() - started
@@ -456,53 +440,17 @@ def _work(scenario: Scenario) -> int:
     return scenario.fill + scenario.busy + scenario.length * (len(OPS) + EXTRA_OPS)
 
 
-def _judge(
-    run: EngineRun, player: Player, scenario: Scenario, found: Difference, cap: float | None
-) -> None:
-    """Shrink ``scenario`` by size, then let the harness judge its trace and
-    cut it down (``minimise.coarse`` in COARSE_TRIES replays, then the
-    generic shrinker; until the wall-time ``cap`` at most)."""
+def _judge(run: EngineRun, player: Player, scenario: Scenario, found: Difference) -> None:
+    """Shrink ``scenario`` by size, then hand the calls of the smallest
+    scenario that shows the fault to the report's route
+    (``findings.finish``), which replays them on a fresh policy, names what
+    they break there and cuts them down (``findings.sized``)."""
     small = shrink_scenario(player, scenario, found.requirement)
     outcome = player.play(small)
     capacity = small.capacity(player.fixed)
-    trace = _spelled(outcome.runs)
-    subject, profile = player.subject, player.profile
-    fatal = None
-    known = load_registry().get(found.requirement)
-    if known is not None and known.level != "MUST":
-        wanted = found.requirement
-        fatal = lambda rid: rid == wanted  # noqa: E731
-    failure = failure_of(subject, profile, capacity, trace, observe=False, fatal=fatal)
-    if failure is None and len(trace) <= SHRINK_MOST * 5:
-        failure = failure_of(subject, profile, capacity, trace, fatal=fatal)
-    if failure is None:
-        run.error = (
-            f"the size engine saw {found.requirement} at fill {small.fill} and length "
-            f"{small.length}, but a replay of the same calls on a fresh policy does not "
-            "reproduce it (a non-deterministic policy, or a bug in policyspec): both runs are "
-            "under its failure")
-        run.add(not_reproduced(subject, profile, capacity, trace, found.requirement,
-                               found.message, ENGINE, shown=capacity))
-        return
-    requirement = failure.requirement
-    final: Sequence[Action] = failure.trace
-
-    def fails(candidate: Sequence[Action]) -> bool:
-        again = failure_of(subject, profile, capacity, candidate, observe=False,
-                           fatal=lambda r: r == requirement)
-        return again is not None and again.requirement == requirement
-
-    if SHRINK_MOST < len(final) <= COARSE_MOST:
-        final = coarse(final, fails, COARSE_TRIES, cap, keep=failure.answered)
-    if len(final) <= SHRINK_MOST:
-        final = shrink(final, fails, max_tries=SHRINK_TRIES)
-    if len(final) <= SHRINK_MOST:
-        small_keys = renumbered(tuple(final))
-        if small_keys != tuple(final) and fails(small_keys):
-            final = small_keys
-    message = (f"{failure.message} (at fill {small.fill}, calls of {small.length} keys, "
+    message = (f"{found.message} (at fill {small.fill}, calls of {small.length} keys, "
                f"capacity {capacity}: the smallest sizes of this scenario that show it)")
-    run.add(Finding(requirement, message, tuple(final), ENGINE, shrunk=True,
+    run.add(Finding(found.requirement, message, tuple(_spelled(outcome.runs)), ENGINE,
                     capacity=capacity))
 
 

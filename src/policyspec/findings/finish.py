@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from policyspec.findings.confirm import confirmed
 from policyspec.findings.manager_replay import MANAGER_IDS, manager_fails, manager_failure
+from policyspec.findings.sized import sized_witness
 from policyspec.findings.smaller import LONG, to_smaller_capacity
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY, Aborted, CallerContractError
@@ -92,8 +94,19 @@ def finish(
     # What the engines saw break, per id a witness ends up shown under: the
     # route may name an earlier cause, but what was seen stays broken.
     saw: dict[str, set[str]] = {}
+    answered: dict[int, tuple[int, ...]] = {}
     for index, finding in enumerate(order):
         first = finding.requirement
+        if (not finding.shrunk and finding.trace and finding.reference is None
+                and finding.requirement not in COSTLY and not finding.unreproduced):
+            # The engine's exact calls, replayed on a fresh policy: what they
+            # break there is the finding (a hang or a crash is not replayed
+            # here: each replay would cost a time limit; the shrinking below
+            # replays it a bounded number of times).
+            finding, failure = confirmed(subject, profile, finding.capacity or capacity,
+                                         finding)
+            if failure is not None:
+                answered[id(finding)] = failure.answered
         if finding.unreproduced:
             # Not reproduced on replay: both runs stand as the engine left
             # them; nothing else is derived from a trace that passes.
@@ -101,9 +114,10 @@ def finish(
                 best[finding.requirement] = finding
             continue
         if minimise:
+            share, own = left // (len(order) - index), finding.replays
             finding, used = _minimise(subject, profile, capacity, finding, watchdog,
-                                      left // (len(order) - index), cap)
-            left -= used
+                                      share + own, cap, answered=answered.get(id(finding), ()))
+            left -= max(0, used - own)
         saw.setdefault(finding.requirement, set()).add(first)
         old = best.get(finding.requirement)
         if old is None or old.unreproduced or _preferred(finding) < _preferred(old):
@@ -155,12 +169,14 @@ def _preferred(finding: Finding) -> tuple[bool, int]:
 
 def _minimise(
     subject: Subject, profile: Profile, capacity: int, finding: Finding, watchdog: Watchdog,
-    tries: int, cap: float | None = None,
+    tries: int, cap: float | None = None, *, answered: tuple[int, ...] = (),
 ) -> tuple[Finding, int]:
     """``finding`` with the witness to show (``witness.minimise.bounded_witness``),
     its message for that trace and the requirement to blame; and the replays
     the witness took, at most ``tries`` (until the wall-time ``cap``: then
-    the shortest trace found so far stands, still failing, just longer)."""
+    the shortest trace found so far stands, still failing, just longer).
+    ``answered``: the keys the failing call of the confirming replay
+    answered with (a sized witness keeps their lives first)."""
     used = 0
     costly_message: str | None = None
     trace = finding.trace
@@ -169,7 +185,8 @@ def _minimise(
     family = family_of(profile, finding.requirement)
     # A finding of the size engine was shrunk by size already: its traces
     # hold thousands of stores, which the minimiser would replay once per
-    # key. (Other engines' findings at a capacity of their own are small.)
+    # key; it is cut down with fixed counts of its own (``sized``). (Other
+    # engines' findings at a capacity of their own are small.)
     sized = finding.engine == "size"
     smaller = False  # a fresh search found a shorter witness at a smaller capacity
     if finding.reference is not None:
@@ -189,11 +206,14 @@ def _minimise(
             used += 1
             if again is None or again.requirement != finding.requirement:
                 trace, costly_message = finding.trace, None
-    elif not sized and family <= MANAGER_IDS:
+    elif sized:
+        trace = sized_witness(subject, profile, capacity, trace, finding.requirement,
+                              answered, cap)
+    elif family <= MANAGER_IDS:
         # Only the manager's bookkeeping sees these: replay with it.
         fails = manager_fails(subject, profile, capacity, family)
         trace, used = bounded_witness(trace, fails, fails, tries, cap)
-    elif not sized:
+    else:
         # Also after Hypothesis's own shrinking: it stops where dropping one
         # step at a time fails (a key's whole story, one key fewer to evict).
         # A long trace gets half the replays here, half at smaller
@@ -202,16 +222,26 @@ def _minimise(
         # cycle of the cache; a trace at a capacity an engine chose above
         # the run's may show in a smaller cache: every engine's findings
         # move to a smaller capacity the same way (findings.smaller).
+        shrunk = finding.shrunk
+        if finding.replays and not shrunk:
+            # First the shrinking the engine's budget pays for, as the engine
+            # itself would have done it.
+            trace, spent = bounded_witness(
+                trace, fails_with(subject, profile, capacity, family),
+                fails_with(subject, profile, capacity, family, observe=False, threads=False),
+                min(finding.replays, tries), cap)
+            used, shrunk = spent, True
         long = len(trace) > LONG
-        if finding.shrunk and long:
-            trace, capacity, smaller, used = _at_smaller(subject, profile, capacity,
-                                                         run_capacity, family, trace,
-                                                         tries // 2, cap)
+        if shrunk and long:
+            trace, capacity, smaller, spent = _at_smaller(subject, profile, capacity,
+                                                          run_capacity, family, trace,
+                                                          (tries - used) // 2, cap)
+            used += spent
         if not smaller:  # (a witness at a smaller capacity is minimised already)
             trace, spent = bounded_witness(
                 trace, fails_with(subject, profile, capacity, family),
                 fails_with(subject, profile, capacity, family, observe=False, threads=False),
-                tries - used if finding.shrunk or not long else tries // 2, cap)
+                tries - used if shrunk or not long else tries // 2, cap)
             used += spent
         if not smaller and (len(trace) > LONG or capacity > run_capacity):
             trace, capacity, smaller, spent = _at_smaller(subject, profile, capacity,
@@ -225,10 +255,17 @@ def _minimise(
         message = costly_message or message
     elif trace != finding.trace:
         # The message must describe the minimal trace, not the first one found.
-        again = (manager_failure if family <= MANAGER_IDS else failure_of)(
-            subject, profile, capacity, trace, fatal=family.__contains__)
+        if family <= MANAGER_IDS:
+            again = manager_failure(subject, profile, capacity, trace,
+                                    fatal=family.__contains__)
+        else:  # (a sized trace holds thousands of keys: no presence sweeps)
+            again = failure_of(subject, profile, capacity, trace, fatal=family.__contains__,
+                               observe=not sized)
         if again is not None and again.requirement in family:
-            requirement, message = again.requirement, again.message
+            # (A size engine's note of the sizes that show it stays.)
+            _, sizes, tail = message.rpartition(" (at fill ")
+            requirement = again.requirement
+            message = again.message + (f" (at fill {tail}" if sizes else "")
     if len(trace) <= SIZED_CULPRIT_MOST:
         requirement = culprit(subject, profile, capacity, trace, requirement, cap)
     if subject.has("hooks"):

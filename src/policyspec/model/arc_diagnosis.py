@@ -228,11 +228,11 @@ def _blame_target(
                 return _blame_adaptation([*history, action], index, results, top, variant)
             if moved is not None:
                 return moved
-    if explaining & earlier:
-        # The target the policy acts on fitted before this operation, and no
-        # operation before it could move it: it was never moved, so the
-        # policy started from another target or its rule reads it otherwise
-        # (only evict reads it).
+    if explaining & earlier and _grid(arc.target, top) not in earlier:
+        # The target the policy acts on fitted before this operation, the
+        # spec's did not already, and no operation before it could move it:
+        # it was never moved, so the policy started from another target or
+        # its rule reads it otherwise (only evict reads it).
         return "ARC-EVICT-ORDER"
     if action[0] == "touch":
         return "ARC-TOUCH-ORDER"  # a touch of resident keys moved the target

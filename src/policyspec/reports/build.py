@@ -47,6 +47,13 @@ def assemble(
     not_applicable: dict[str, str] = {}
     unseen = unobservable(subject)
     errors = [f"{r.engine}: {r.error}" for r in runs if r.error]
+    # A finding whose calls, replayed on a fresh policy, broke nothing
+    # (findings.confirm) is no verdict on the policy: the run is in error.
+    errors.extend(
+        f"{f.engine}: the {f.engine} engine saw {f.requirement} broken, but a replay of the "
+        f"same {len(f.trace)} calls on a fresh policy does not reproduce it (a "
+        "non-deterministic policy, or a bug in policyspec): both runs are under its failure"
+        for f in failures if not f.reproduced)
     for run in runs:
         checked.update(run.checked)
         not_applicable.update(run.not_applicable)

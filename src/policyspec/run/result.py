@@ -44,6 +44,10 @@ class Finding:
     """A metamorphic relation's second run, up to the step whose result the
     trace's last step must give: the trace alone breaks nothing, the two
     runs disagree. None for every other finding."""
+    replays: int = 0
+    """Replays the route may spend minimising this finding beyond its share
+    of the run's own: the shrinking an engine hands over with its calls is
+    paid from that engine's budget (``findings.finish``)."""
     unreproduced: str = ""
     """Set when the same calls, replayed on a fresh policy, did not break
     the requirement: what the replay gave. Such a finding is both runs'

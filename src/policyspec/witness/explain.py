@@ -45,7 +45,7 @@ def culprit(
     if failure_of(subject, profile, capacity, trace, observe=False) is None:
         return refinement.culprit("get")
     if _batch_alone(subject, profile, capacity, trace):
-        return refinement.order_requirement
+        return requirement  # wrong victims or a refusal, of evict's own
     diagnosis = refinement.diagnosis() or _WholeOrder(refinement)
     before = Lockstep(subject, profile, capacity, observe=False)
     ext, state = before.ext, before.state.copy()
