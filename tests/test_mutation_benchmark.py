@@ -291,3 +291,7 @@ def test_a_diagnosis_is_located_where_the_operation_named_runs_the_mutated_code(
     assert not located(SOURCE, "__init__", "lru-0.34", "LRU033-FINISH-COMMIT")
     assert not located(SOURCE, "evict", "lru-0.34", "LRU033-ACCESS-RANK")
     assert not located(SOURCE, "_commit", "lru-0.34", "LRU033-ACCESS-RANK")
+    # an id whose text is about other calls than its culprit's: a request rank
+    # reused after a clear is taken in insert or on_request_access (spec/lru033.md)
+    assert operations_named("lru-0.34", "LRU033-CLEAR-RESET") == {
+        "clear", "insert", "on_request_access"}

@@ -24,7 +24,7 @@ from policyspec.profiles import get_profile
 from policyspec.reference.lru import LRUCachePolicy
 from policyspec.run.context import EngineContext
 from policyspec.session import run_check
-from policyspec.witness.minimise import bounded_witness, coarse, drop_lives
+from policyspec.witness.minimise import bounded_witness, coarse, drop_lives, legalized
 from policyspec.witness.reproduce import failure_of
 
 FAULTY = Path(__file__).parent / "faulty"
@@ -213,3 +213,13 @@ def test_keys_of_a_second_kv_group_are_renumbered_into_the_first_when_the_fault_
     assert small == (("insert", 0, IN_FLIGHT), ("insert", 1, IN_FLIGHT), ("get", 1))
     kept, _ = bounded_witness(trace, fails_in_group_one, fails_in_group_one, 1000)
     assert kept == (("insert", stride, IN_FLIGHT), ("insert", 0, IN_FLIGHT), ("get", 0))
+
+
+def test_a_candidate_whose_late_steps_never_ran_is_made_legal_without_failing() -> None:
+    # A shrinking candidate fails at its evict; the loads after it never ran
+    # and name a key it never stored, or end a load that never started.
+    candidate = (("insert", 0, 0), ("evict", 1, frozenset()), ("start_read", 5),
+                 ("end_read", 6), ("start_read", 5))
+    made = legalized(candidate)
+    assert made[:3] == (("insert", 0, -1), ("finish_store", 0), ("evict", 1, frozenset()))
+    assert made[3:] == candidate[2:]

@@ -179,9 +179,11 @@ def legalized(trace: Sequence[Action], *, pad: bool = False) -> tuple[Action, ..
         elif op == "clear":
             refs, gone = {}, 0
         elif op in ("finish_store", "end_read"):
-            refs[action[1]] = IDLE if op == "finish_store" else refs[action[1]] - 1
+            # (A candidate's steps after the one that fails never ran, and
+            # may name keys it never stored: they are kept as they are.)
+            refs[action[1]] = IDLE if op == "finish_store" else refs.get(action[1], 1) - 1
         elif op == "start_read":
-            refs[action[1]] = refs[action[1]] + 1
+            refs[action[1]] = refs.get(action[1], IDLE) + 1
         out.append(action)
     return tuple(out)
 
