@@ -94,9 +94,9 @@ def finish(
     # What the engines saw break, per id a witness ends up shown under: the
     # route may name an earlier cause, but what was seen stays broken.
     saw: dict[str, set[str]] = {}
-    answered: dict[int, tuple[int, ...]] = {}
     for index, finding in enumerate(order):
         first = finding.requirement
+        answered: tuple[int, ...] = ()
         if (not finding.shrunk and finding.trace and finding.reference is None
                 and finding.requirement not in COSTLY and not finding.unreproduced):
             # The engine's exact calls, replayed on a fresh policy: what they
@@ -106,7 +106,7 @@ def finish(
             finding, failure = confirmed(subject, profile, finding.capacity or capacity,
                                          finding)
             if failure is not None:
-                answered[id(finding)] = failure.answered
+                answered = failure.answered
         if finding.unreproduced:
             # Not reproduced on replay: both runs stand as the engine left
             # them; nothing else is derived from a trace that passes.
@@ -116,7 +116,7 @@ def finish(
         if minimise:
             share, own = left // (len(order) - index), finding.replays
             finding, used = _minimise(subject, profile, capacity, finding, watchdog,
-                                      share + own, cap, answered=answered.get(id(finding), ()))
+                                      share + own, cap, answered=answered)
             left -= max(0, used - own)
         saw.setdefault(finding.requirement, set()).add(first)
         old = best.get(finding.requirement)

@@ -133,12 +133,13 @@ def searched_smaller(
         found = [f for f in replays if f.requirement in family and not f.unreproduced]
         if not found:
             continue
-        trace = min((f.trace for f in found), key=len)
+        shortest = min(found, key=lambda f: len(f.trace))
+        # (The shrinking the engine's budget pays for comes on top.)
         trace, spent = bounded_witness(
-            trace, fails_with(subject, profile, small, family),
+            shortest.trace, fails_with(subject, profile, small, family),
             fails_with(subject, profile, small, family, observe=False, threads=False),
-            max(0, tries - used), cap)
-        used += spent
+            max(0, tries - used) + shortest.replays, cap)
+        used += max(0, spent - shortest.replays)
         if len(trace) < min(known, len(best[0]) if best else known):
             best = (trace, small)
         if best is not None and len(best[0]) <= LONG:
