@@ -619,6 +619,9 @@ class Tally:
     mutants: int
     killed: int
     killed_error: int
+    """Killed with another verdict than FAIL."""
+    errors: int
+    """Of ``killed_error``: verdict ERROR (a policyspec defect)."""
     unloadable: int
     blame_judged: int
     blame_right: int
@@ -642,6 +645,7 @@ class Tally:
         return cls(
             mutants=len(result.outcomes), killed=len(killed),
             killed_error=sum(1 for o in killed if o.killed_with_error),
+            errors=sum(1 for o in killed if o.verdict == "error"),
             unloadable=sum(1 for o in killed if o.unloadable),
             blame_judged=len(judged),
             blame_right=sum(1 for o in judged if o.blame_right or result.located(o)),
@@ -670,8 +674,8 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
         f"survived {counts['survived']}, timed out {counts['timeout']}   "
         f"({result.seconds:.0f} s)")
     say(f"   killed with verdict FAIL {tally.killed - tally.killed_error}, with another "
-        f"verdict {tally.killed_error} (of them {tally.unloadable} refused with exit 2 as "
-        f"unloadable: the mutant raises when imported or built)")
+        f"verdict {tally.killed_error} (of them {tally.errors} ERROR, {tally.unloadable} "
+        "refused with exit 2 as unloadable: the mutant raises when imported or built)")
     say(f"   blame right: {_share(tally.blame_right, tally.blame_judged)} killed with a "
         f"replayable witness: {tally.blame_right - tally.blame_located} the witness replayed on "
         f"the mutant breaks the named requirement, {tally.blame_located} name the operation "
@@ -684,8 +688,10 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
     say("   killed by: " + ", ".join(f"{rid} {n}" for rid, n in by_id.most_common()))
     for outcome in result.outcomes:
         if outcome.killed_with_error and not outcome.unloadable:
-            say(f"   - [verdict {outcome.verdict}: policyspec defect] {outcome.mutant.short()}"
-                f"  {','.join(outcome.killed_by)}")
+            why = {"error": "policyspec defect",
+                   "unjudged": "no MUST fails: only a SHOULD does"}.get(outcome.verdict, "")
+            say(f"   - [verdict {outcome.verdict}{': ' + why if why else ''}] "
+                f"{outcome.mutant.short()}  {','.join(outcome.killed_by)}")
         if (outcome.status == "killed" and outcome.blame_right is False
                 and not result.located(outcome)):  # (located: the operation runs the code)
             wrong = "; ".join(f"{b.requirement}: {b.note}" for b in outcome.blame
@@ -719,14 +725,14 @@ def report(result: FileResult, ledger: Ledger, budget: str, say: Callable[[str],
 
 def summary(results: list[FileResult], ledger: Ledger, say: Callable[[str], None]) -> None:
     """One row per policy: the figures the brief of this benchmark asks for."""
-    say("policy                               mutants  killed  killed-ERROR (unloadable)  "
+    say("policy                               mutants  killed  not FAIL: ERROR (unloadable)  "
         "blame right  snippets shown to fail  survivors classified/unclassified")
     for result in results:
         t = Tally.of(result, ledger)
         blame = f"{100 * t.blame_right / t.blame_judged:.0f}%" if t.blame_judged else "-"
         shown = f"{100 * t.snippet_shown / t.snippet_runs:.0f}%" if t.snippet_runs else "-"
-        error = f"{t.killed_error} ({t.unloadable})"
-        say(f"{result.target.path:<36} {t.mutants:>7}  {t.killed:>6}  {error:>25}  "
+        error = f"{t.killed_error}: {t.errors} ({t.unloadable})"
+        say(f"{result.target.path:<36} {t.mutants:>7}  {t.killed:>6}  {error:>28}  "
             f"{blame:>11}  {shown:>22}  {t.survivors - t.unclassified}/{t.unclassified}")
     say("")
 
