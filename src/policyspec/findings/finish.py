@@ -29,7 +29,7 @@ from policyspec.reports.report import FailureReport
 from policyspec.reports.trace_record import record_actions
 from policyspec.run.result import EngineRun, Finding
 from policyspec.subject import Subject
-from policyspec.witness.explain import culprit
+from policyspec.witness.explain import placed_culprit
 from policyspec.witness.minimise import bounded_witness, renumbered
 from policyspec.witness.render import comparison_repro, describe, measurement_repro, repro
 from policyspec.witness.reproduce import fails_with, failure_of, replayed
@@ -267,7 +267,14 @@ def _minimise(
             requirement = again.requirement
             message = again.message + (f" (at fill {tail}" if sizes else "")
     if len(trace) <= SIZED_CULPRIT_MOST:
-        requirement = culprit(subject, profile, capacity, trace, requirement, cap)
+        blamed, step = placed_culprit(subject, profile, capacity, trace, requirement, cap)
+        if blamed != requirement and step is not None:
+            # Both places, so that an author can check the one the probes
+            # could not tell from it (spec/arc.md, Attribution, known limits).
+            message += (f" (the probes place the cause at step {step + 1}, "
+                         f"{describe(trace[step], subject.has('mark'))}; the wrong result "
+                         f"shows at step {len(trace)})")
+        requirement = blamed
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)

@@ -26,7 +26,7 @@ from policyspec.profiles import Profile
 from policyspec.subject import Subject
 from policyspec.witness.reproduce import failure_of, replayed
 
-__all__ = ["culprit", "run_probe"]
+__all__ = ["culprit", "placed_culprit", "run_probe"]
 
 
 def culprit(
@@ -36,16 +36,26 @@ def culprit(
     """The requirement to report for a failure first seen as ``requirement``
     (kept when ``deadline``, a ``time.monotonic`` instant, passes first:
     each prefix replays once per probe, and a long sized trace took minutes)."""
+    return placed_culprit(subject, profile, capacity, trace, requirement, deadline)[0]
+
+
+def placed_culprit(
+    subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str,
+    deadline: float | None = None,
+) -> tuple[str, int | None]:
+    """``culprit``, and the index in ``trace`` of the step it blames: the
+    last step of the first prefix whose probes differ (None when no step is
+    blamed: the failure's own step, or a side effect of ``get``)."""
     refinement = profile.refinement
     if refinement is None or requirement not in (
         refinement.order_requirement,
         refinement.liveness_requirement,
     ):
-        return requirement
+        return requirement, None
     if failure_of(subject, profile, capacity, trace, observe=False) is None:
-        return refinement.culprit("get")
+        return refinement.culprit("get"), None
     if _batch_alone(subject, profile, capacity, trace):
-        return requirement  # wrong victims or a refusal, of evict's own
+        return requirement, None  # wrong victims or a refusal, of evict's own
     diagnosis = refinement.diagnosis() or _WholeOrder(refinement)
     before = Lockstep(subject, profile, capacity, observe=False)
     ext, state = before.ext, before.state.copy()
@@ -55,11 +65,11 @@ def culprit(
                 for probe in diagnosis.probes(ext, state)]
     for end in range(1, len(trace)):
         if deadline is not None and time.monotonic() > deadline:
-            return requirement
+            return requirement, None
         prefix = trace[:end]
         harness = replayed(subject, profile, capacity, prefix)
         if harness is None:
-            return requirement
+            return requirement, None
         probes = list(diagnosis.probes(harness.ext, harness.state))
         results = []
         for index, probe in enumerate(probes):
@@ -73,10 +83,10 @@ def culprit(
             # only writes ref_cnt): no mark can be to blame, the search goes on.
             blamed = None
         if blamed is not None:
-            return blamed
+            return blamed, end - 1
         previous = results
         ext, state = harness.ext, harness.state.copy()
-    return requirement
+    return requirement, None
 
 
 def _batch_alone(
