@@ -152,7 +152,9 @@ def test_a_long_trace_is_searched_for_afresh_below_its_capacity() -> None:
     moved, used = to_smaller_capacity(subject, CORE, long, RUN, WANTED, run_capacity=RUN,
                                       tries=100, cap=None)
     assert moved is not None and moved.searched and moved.capacity == 8
-    assert len(moved.trace) < len(long) and 0 < used <= 100
+    # (the fast engine's finding is shrunk first with the replays its own
+    # budget pays for: the route's count is spent only beyond them)
+    assert len(moved.trace) < len(long) and 0 <= used <= 100
 
 
 def test_the_stateful_engine_hands_a_large_finding_over_at_its_capacity() -> None:
