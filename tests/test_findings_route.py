@@ -6,15 +6,19 @@ time limits; a witness is as short as the fault allows."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from policyspec.adapters import load_subject
+from policyspec.adapters import load_subject, subject_for_class
 from policyspec.engines import ENGINES
 from policyspec.findings.finish import COSTLY_REPLAYS, _request_level_blame
+from policyspec.harness.failures import COSTLY
 from policyspec.options import CheckOptions
 from policyspec.profiles import get_profile
+from policyspec.reference.lru034 import LRU034CachePolicy
 from policyspec.reports.build import assemble
 from policyspec.reports.report import FAIL, NOT_TESTED, PASS, FailureReport, Report
 from policyspec.reports.verdict import exit_code
@@ -121,6 +125,35 @@ def test_threads_are_blamed_only_where_the_trace_fails_with_them() -> None:
     profile = get_profile("core")
     trace = (("insert", 0, -1), ("finish_store", 0), ("evict", 1, frozenset()))
     for rid in ("EVICT-ATOMIC", "MANAGER-IDLE-COUNT", "GET-PURE"):
+        assert _request_level_blame(subject, profile, 8, trace, rid, "m") == (rid, "m")
+
+
+class RaisesOnASecondThread(LRU034CachePolicy[Any, Any]):
+    """Breaks only when a call comes from another thread than its insert's."""
+
+    def insert(self, key: Any, chunk: Any, req_context: Any) -> None:
+        self.thread = threading.get_ident()
+        super().insert(key, chunk, req_context)
+
+    def mark_evictable(self, key: Any) -> None:
+        if threading.get_ident() != self.thread:
+            raise RuntimeError("called from a second thread")
+        super().mark_evictable(key)
+
+
+def test_a_hang_or_a_crash_is_never_blamed_on_threads() -> None:
+    # Whether a call hangs past the time limit, or ends the process, is not
+    # read off one pass of the same calls from one thread: a call that takes
+    # about the limit passes once and fails once (a CLOCK whose hand grows
+    # as a power took that long and was named API-ANY-THREAD).
+    subject = subject_for_class(RaisesOnASecondThread)
+    profile = get_profile("core")
+    # (the harness makes every eighth action from its second thread)
+    trace = (*(("insert", k, -1) for k in range(7)), ("finish_store", 0),
+             ("evict", 1, frozenset()))
+    assert _request_level_blame(subject, profile, 8, trace, "API-NO-RAISE", "m")[0] == (
+        "API-ANY-THREAD")  # the control: a raise from the second thread only
+    for rid in sorted(COSTLY):
         assert _request_level_blame(subject, profile, 8, trace, rid, "m") == (rid, "m")
 
 

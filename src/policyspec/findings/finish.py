@@ -19,6 +19,7 @@ from policyspec.findings.sized import sized_witness
 from policyspec.findings.smaller import LONG, to_smaller_capacity
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY, Aborted, CallerContractError
+from policyspec.harness.lockstep import THREAD_EVERY
 from policyspec.harness.watchdog import Watchdog
 from policyspec.model.actions import Action, by_manager, request_of
 from policyspec.model.evict import eligible
@@ -391,13 +392,17 @@ def _request_level_blame(
     (HOOK-KEEPS-MEMBERSHIP: a hook changed what later calls see)."""
     # Each cause below is read off the trace's own replay, so a witness that
     # does not fail alone (a relation's two runs, the manager's bookkeeping,
-    # a measurement) keeps the requirement its engine compared.
-    if not trace or failure_of(subject, profile, capacity, trace) is None:
+    # a measurement) keeps the requirement its engine compared. A hang or a
+    # crash is not: a call that takes about the time limit passes one replay
+    # and fails the next, which would name threads for a slow call (and each
+    # replay would cost a limit).
+    if (not trace or requirement in COSTLY
+            or failure_of(subject, profile, capacity, trace) is None):
         return requirement, message
     if failure_of(subject, profile, capacity, trace, threads=False) is None:
         return "API-ANY-THREAD", (
-            f"the calls of the trace fail when every other step comes from a second thread, "
-            f"and pass from one thread ({message}); the spec requires the same behaviour "
+            f"the calls of the trace fail when one step in {THREAD_EVERY} comes from a second "
+            f"thread, and pass from one thread ({message}); the spec requires the same behaviour "
             "whichever of the manager's threads calls")
     reset = _stale_request(subject, profile, capacity, trace, requirement)
     if reset is not None:
