@@ -242,7 +242,7 @@ def _run_driver(
         except Difference as found:
             sightings.saw(found.requirement, driver.calls)
             trace = _spelled(runs)
-            _judge(run, trace, found, _shown(size, capacity))
+            _hand_over(run, trace, found, _shown(size, capacity))
         except CallTimeout:
             trace = _spelled(runs)
             message = f"a policy call in {_brief(runs[-1])} did not return within the time limit"
@@ -253,7 +253,7 @@ def _run_driver(
             trace = _spelled(runs)
             raised = Difference("API-NO-RAISE", f"{runs[-1]!r} raised {type(exc).__name__}: "
                                 f"{keymap.text(str(exc))}")
-            _judge(run, trace, raised, _shown(size, capacity))
+            _hand_over(run, trace, raised, _shown(size, capacity))
         finally:
             watch.op = None
             driver.environment.leave(outer)
@@ -268,11 +268,11 @@ def _run_driver(
             break
     if pending is not None and not run.findings and not run.error:
         at, trace, seen = pending
-        _judge(run, trace, seen, _shown(at, capacity))
+        _hand_over(run, trace, seen, _shown(at, capacity))
     if other:
         run.checked["API-ANY-THREAD"] += other
     for requirement, (trace, size) in soft.items():
-        _judge(run, trace, _soft(requirement), _shown(size, capacity))
+        _hand_over(run, trace, _soft(requirement), _shown(size, capacity))
     if longs:
         run.counts["long_runs"] = longs
         run.counts["largest_keys"] = largest  # run_details says it, once per engine
@@ -311,7 +311,7 @@ def _long_example(
     if found is not None:
         sightings.saw(found.requirement, driver.calls)
         if found.requirement in COSTLY:  # every replay would cost a limit: the route's
-            _judge(run, _spelled(runs), found, _shown(size, capacity))
+            _hand_over(run, _spelled(runs), found, _shown(size, capacity))
             return peak, None
         smaller = _smallest_long(subject, profile, capacity, seed, example, found.requirement,
                                  must, keymap, cap)
@@ -326,7 +326,7 @@ def _long_example(
                 f"{len(_spelled(runs)):,} actions is too long to judge in lockstep here (the "
                 "size engine judges faults of that size)")
         else:
-            _judge(run, _spelled(runs), found, _shown(size, capacity))
+            _hand_over(run, _spelled(runs), found, _shown(size, capacity))
     return peak, None
 
 
@@ -523,7 +523,7 @@ def _run_lockstep(
                 for action in _next_actions(source, harness.state, harness.environment):
                     harness.apply(action)
         except ConformanceFailure as failure:
-            _judge(run, list(failure.trace), Difference(failure.requirement, failure.message))
+            _hand_over(run, list(failure.trace), Difference(failure.requirement, failure.message))
         except CallTimeout:
             run.add(Finding("API-RETURNS", "a policy call did not return within the time "
                             "limit", tuple(harness.trace), ENGINE))
@@ -536,7 +536,7 @@ def _run_lockstep(
         if run.findings or run.error:
             break
     for requirement, trace in soft.items():
-        _judge(run, list(trace), _soft(requirement))
+        _hand_over(run, list(trace), _soft(requirement))
 
 
 def _next_actions(source: ActionSource, state: State, environment: Environment) -> list[Action]:
@@ -568,7 +568,7 @@ def _soft(requirement: str) -> Difference:
     return Difference(requirement, f"{requirement}, a SHOULD, broken in this run")
 
 
-def _judge(
+def _hand_over(
     run: EngineRun,
     trace: list[Action],
     found: Difference,

@@ -422,13 +422,13 @@ def run_size(ctx: EngineContext) -> EngineRun:
                                 tuple(_spelled(outcome.runs)), ENGINE,
                                 capacity=scenario.capacity(player.fixed)))
             else:
-                _judge(run, player, scenario, found)
+                _hand_over(run, player, scenario, found)
             break
         if sightings.stopped():
             break
     if pending is not None and not run.findings and not run.error:
         # A SHOULD only a size shows is reported too: no other engine plays it.
-        _judge(run, player, pending[0], pending[1])
+        _hand_over(run, player, pending[0], pending[1])
     run.planned = run.examples + run.capped  # a capped run had one more to play, at least
     run.counts["largest_capacity"] = largest  # run_details says it, once per engine
     run.seconds = monotonic() - started
@@ -440,7 +440,7 @@ def _work(scenario: Scenario) -> int:
     return scenario.fill + scenario.busy + scenario.length * (len(OPS) + EXTRA_OPS)
 
 
-def _judge(run: EngineRun, player: Player, scenario: Scenario, found: Difference) -> None:
+def _hand_over(run: EngineRun, player: Player, scenario: Scenario, found: Difference) -> None:
     """Shrink ``scenario`` by size, then hand the calls of the smallest
     scenario that shows the fault to the report's route
     (``findings.finish``), which replays them on a fresh policy, names what
