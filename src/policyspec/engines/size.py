@@ -17,6 +17,7 @@ from time import monotonic
 from policyspec.engines.cost import superlinear
 from policyspec.engines.fast import count_checks
 from policyspec.engines.fast_driver import Difference, Driver, failed_call
+from policyspec.findings.sized import SIZES
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY
 from policyspec.harness.keymap import KeyMap
@@ -448,7 +449,7 @@ def _hand_over(run: EngineRun, player: Player, scenario: Scenario, found: Differ
     small = shrink_scenario(player, scenario, found.requirement)
     outcome = player.play(small)
     capacity = small.capacity(player.fixed)
-    message = (f"{found.message} (at fill {small.fill}, calls of {small.length} keys, "
+    message = (f"{found.message}{SIZES}{small.fill}, calls of {small.length} keys, "
                f"capacity {capacity}: the smallest sizes of this scenario that show it)")
     run.add(Finding(found.requirement, message, tuple(_spelled(outcome.runs)), ENGINE,
                     capacity=capacity))

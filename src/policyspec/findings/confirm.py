@@ -12,20 +12,32 @@ from __future__ import annotations
 from dataclasses import replace
 
 from policyspec.findings.manager_replay import MANAGER_IDS, manager_failure
+from policyspec.findings.sized import with_sizes
 from policyspec.findings.unreproduced import not_reproduced
 from policyspec.harness import ConformanceFailure
+from policyspec.harness.failures import COSTLY
 from policyspec.profiles import Profile
 from policyspec.registry import load_registry
 from policyspec.run.result import Finding
 from policyspec.subject import Subject
 from policyspec.witness.reproduce import failure_of
 
-__all__ = ["OBSERVED_MOST", "confirmed"]
+__all__ = ["OBSERVED_MOST", "confirmed", "handed_over"]
 
 OBSERVED_MOST = 2_000
 """Longest trace replayed with presence sweeps (a ``get`` of every key after
 each step): the sweeps cost a replay of the thousands of keys a long or
 sized run names, so a longer trace is replayed without them only."""
+
+
+def handed_over(finding: Finding) -> bool:
+    """Whether ``finding`` holds an engine's calls as made, for ``confirmed``
+    to replay: not shrunk by its engine, with a trace that fails alone (no
+    relation's second run), not a hang or a crash (each replay would cost a
+    time limit or a process; the route bounds how many it makes) and not
+    already an unreproduced one."""
+    return (not finding.shrunk and bool(finding.trace) and finding.reference is None
+            and finding.requirement not in COSTLY and not finding.unreproduced)
 
 
 def confirmed(
@@ -42,14 +54,13 @@ def confirmed(
     replay sweeps presence first (a fault the sweeps see shows earlier),
     then not (a fault a sweep's ``get`` would hide), up to OBSERVED_MOST
     actions."""
-    trace = finding.trace
+    trace, wanted = finding.trace, finding.requirement
     fatal = None
-    known = load_registry().get(finding.requirement)
-    wanted = finding.requirement
+    known = load_registry().get(wanted)
     if (known is not None and known.level != "MUST") or wanted in MANAGER_IDS:
         fatal = lambda rid: rid == wanted  # noqa: E731
     failure = None
-    if finding.requirement in MANAGER_IDS:
+    if wanted in MANAGER_IDS:
         # Only the manager's bookkeeping sees these: replayed with it.
         failure = manager_failure(subject, profile, capacity, trace, fatal=fatal)
     else:
@@ -58,9 +69,8 @@ def confirmed(
         if failure is None:
             failure = failure_of(subject, profile, capacity, trace, fatal=fatal, observe=False)
     if failure is None:
-        return not_reproduced(subject, profile, capacity, trace, finding.requirement,
-                              finding.message, finding.engine, shown=finding.capacity), None
-    _, sizes, tail = finding.message.rpartition(" (at fill ")
-    message = failure.message + (f" (at fill {tail}" if sizes else "")
-    return replace(finding, requirement=failure.requirement, message=message,
+        return not_reproduced(subject, profile, capacity, trace, wanted, finding.message,
+                              finding.engine, shown=finding.capacity), None
+    return replace(finding, requirement=failure.requirement,
+                   message=with_sizes(failure.message, finding.message),
                    trace=tuple(failure.trace)), failure

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from policyspec.findings.confirm import confirmed
+from policyspec.findings.confirm import confirmed, handed_over
 from policyspec.findings.manager_replay import MANAGER_IDS, manager_fails, manager_failure
-from policyspec.findings.sized import sized_witness
+from policyspec.findings.sized import sized_witness, with_sizes
 from policyspec.findings.smaller import LONG, to_smaller_capacity
 from policyspec.harness import ConformanceFailure, Lockstep
 from policyspec.harness.failures import COSTLY, Aborted, CallerContractError
@@ -98,12 +98,9 @@ def finish(
     for index, finding in enumerate(order):
         first = finding.requirement
         answered: tuple[int, ...] = ()
-        if (not finding.shrunk and finding.trace and finding.reference is None
-                and finding.requirement not in COSTLY and not finding.unreproduced):
+        if handed_over(finding):
             # The engine's exact calls, replayed on a fresh policy: what they
-            # break there is the finding (a hang or a crash is not replayed
-            # here: each replay would cost a time limit; the shrinking below
-            # replays it a bounded number of times).
+            # break there is the finding.
             finding, failure = confirmed(subject, profile, finding.capacity or capacity,
                                          finding)
             if failure is not None:
@@ -263,10 +260,7 @@ def _minimise(
             again = failure_of(subject, profile, capacity, trace, fatal=family.__contains__,
                                observe=not sized)
         if again is not None and again.requirement in family:
-            # (A size engine's note of the sizes that show it stays.)
-            _, sizes, tail = message.rpartition(" (at fill ")
-            requirement = again.requirement
-            message = again.message + (f" (at fill {tail}" if sizes else "")
+            requirement, message = again.requirement, with_sizes(again.message, message)
     if len(trace) <= SIZED_CULPRIT_MOST:
         blamed, step = placed_culprit(subject, profile, capacity, trace, requirement, cap)
         if blamed != requirement and step is not None:
@@ -600,8 +594,7 @@ def _message_of(subject: Subject, profile: Profile, capacity: int, finding: Find
         # before shrinking names keys the final trace may not hold.
         text = finding.message if again.message in finding.message else again.message
         return text, again.requirement
-    _, sizes, tail = finding.message.rpartition(" (at fill ")
-    return again.message + (f" (at fill {tail}" if sizes else ""), rid
+    return with_sizes(again.message, finding.message), rid
 
 
 _RAISES = frozenset({"API-NO-RAISE", "API-RETURNS", "API-PROCESS-ALIVE", "HOOK-TOTAL",

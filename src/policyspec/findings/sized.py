@@ -17,7 +17,12 @@ from policyspec.witness.minimise import coarse, renumbered
 from policyspec.witness.reproduce import failure_of
 from policyspec.witness.shrink import shrink
 
-__all__ = ["COARSE_MOST", "COARSE_TRIES", "SHRINK_MOST", "SHRINK_TRIES", "sized_witness"]
+__all__ = ["COARSE_MOST", "COARSE_TRIES", "SHRINK_MOST", "SHRINK_TRIES", "SIZES", "sized_witness",
+           "with_sizes"]
+
+SIZES = " (at fill "
+"""How a size engine's note of the sizes that show its fault starts, at the
+end of its message (``engines.size``)."""
 
 SHRINK_TRIES = 30
 """Replays the generic shrinker may spend on a sized trace of few actions."""
@@ -55,3 +60,10 @@ def sized_witness(
         if small_keys != final and fails(small_keys):
             final = small_keys
     return final
+
+
+def with_sizes(message: str, noted: str) -> str:
+    """``message`` with the size engine's note ``noted`` ends with, if any:
+    a message worded again by a replay keeps the sizes that show it."""
+    _, note, tail = noted.rpartition(SIZES)
+    return message + (SIZES + tail if note else "")

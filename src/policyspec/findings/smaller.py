@@ -119,7 +119,7 @@ def searched_smaller(
     ``tries``); None when there is none."""
     # Imported here: the fast engine calls this module for its long runs.
     from policyspec.engines.fast import run_fast
-    from policyspec.findings.confirm import confirmed
+    from policyspec.findings.confirm import confirmed, handed_over
 
     best: tuple[tuple[Action, ...], int] | None = None
     used = 0
@@ -129,7 +129,7 @@ def searched_smaller(
         run = run_fast(EngineContext(subject, profile, SEARCH_UNITS, 0, small, cap=cap))
         # The engine hands over its calls as made: replayed, as the route does.
         replays = [confirmed(subject, profile, small, f)[0] for f in run.findings
-                   if not f.unreproduced]
+                   if handed_over(f)]
         found = [f for f in replays if f.requirement in family and not f.unreproduced]
         if not found:
             continue
