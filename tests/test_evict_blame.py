@@ -30,7 +30,7 @@ from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.reference.arc import ARC034CachePolicy
 from policyspec.reference.lru034 import LRU034CachePolicy
 from policyspec.subject import Subject
-from policyspec.witness.explain import culprit
+from policyspec.witness.explain import culprit, placed_culprit
 from policyspec.witness.reproduce import failure_of
 
 NONE: frozenset[int] = frozenset()
@@ -194,3 +194,132 @@ def test_a_fault_of_evict_is_named_at_evict(
     seen = found.requirement
     assert seen in (refinement.order_requirement, refinement.liveness_requirement), seen
     assert culprit(subject, profile, capacity, trace, seen) == expected
+
+
+# -- a second look at an adaptation (spec/arc.md, Attribution) ------------------
+# A target that differs after a ghost hit is also what a policy shows that
+# adapts right but starts (or is cleared) elsewhere, or reads the target
+# otherwise in evict; and a ghost hit that moves nothing is also what a policy
+# shows that had lost the ghost. A calibration on a fresh policy, and trials
+# with other ghosts, tell them apart.
+
+
+def _offset_start(base: type, name: str) -> type:
+    """``base`` whose target starts at 1: it acts as 0 until a ghost hit."""
+
+    def __init__(self: Any, cache_capacity: int) -> None:
+        base.__init__(self, cache_capacity)
+        self.target_t1_size = 1.0
+
+    return type(name, (base,), {"__init__": __init__})
+
+
+def _cleared_to_one(base: type, name: str) -> type:
+    def clear(self: Any) -> None:
+        base.clear(self)
+        self.target_t1_size = 1.0
+
+    return type(name, (base,), {"clear": clear})
+
+
+def _reads_above(base: type, name: str) -> type:
+    """T1 gives only while its count is above the target (``>`` for ``>=``):
+    as a target one higher, once a ghost hit moved it off 0."""
+
+    def evict(self: Any, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        return _arc_evict(self, n, protected, prefer_t1=lambda c, t: c > t)
+
+    return type(name, (base,), {"evict": evict})
+
+
+def _grows_twice(base: type, name: str) -> type:
+    """A B1 hit moves the target two steps: the adaptation's own fault."""
+
+    def _grow_target(self: Any) -> None:
+        base._grow_target(self)
+        base._grow_target(self)
+
+    return type(name, (base,), {"_grow_target": _grow_target})
+
+
+def _trims_early(base: type, name: str) -> type:
+    """A ghost list is trimmed one key below the capacity: its oldest ghost
+    is gone while the spec still adapts to it."""
+
+    def _commit(self: Any, picks: list[tuple[Any, Any, bool]]) -> list[tuple[Any, Any]]:
+        result: list[tuple[Any, Any]] = base._commit(self, picks)
+        for ghosts in (self.b1, self.b2):
+            while len(ghosts) >= self.cache_capacity:
+                ghosts.popitem(last=False)
+        return result
+
+    return type(name, (base,), {"_commit": _commit})
+
+
+def _ghost_hit(profile_name: str, r: int, *keys: int) -> list[Action]:
+    """A second access of evicted keys: touch (0.33) or a store miss (0.34)."""
+    if profile_name == "arc":
+        return [("touch", tuple(keys))]
+    return [("on_store_miss", r, tuple(keys))]
+
+
+def _reuse(profile_name: str, r: int, *keys: int) -> list[Action]:
+    """A second access of resident keys, which moves them to T2."""
+    return [("touch", tuple(keys))] if profile_name == "arc" else finished(r, *keys)
+
+
+def _one_hit(profile_name: str) -> list[Action]:
+    """One B1 hit (spec target 1, which acts as 0), then T1 = [1], T2 = [2]:
+    the spec evicts 1 from T1; a target acting as 2 evicts 2 from T2."""
+    return [*stored(0, 1, 2), ("evict", 1, NONE), *_ghost_hit(profile_name, 10, 0),
+            *_reuse(profile_name, 11, 2), ("evict", 1, NONE)]
+
+
+def _two_hits(profile_name: str) -> list[Action]:
+    """Four ghosts at capacity 4, a hit of the two oldest (spec target 2),
+    then T1 = [4], T2 = [5]: the spec evicts 5 from T2; a target that moved
+    once evicts 4 from T1."""
+    return [*stored(0, 1, 2, 3), ("evict", 4, NONE), *_ghost_hit(profile_name, 10, 0, 1),
+            *stored(4, 5), *_reuse(profile_name, 11, 5), ("evict", 1, NONE)]
+
+
+_ADAPT = {"arc": "ARC-GHOST-ADAPT", "arc-0.34": "ARC-STORE-MISS-ADAPT"}
+
+_BASES = {"arc": ARCCachePolicy, "arc-0.34": ARC034CachePolicy}
+
+SECOND_LOOK: list[tuple[str, Any, str, int, Any, str]] = []
+for _profile, _base in _BASES.items():
+    SECOND_LOOK += [
+        (f"{_profile}: a target that starts at 1", _offset_start(_base, "StartsAtOne"),
+         _profile, 8, _one_hit(_profile), "ARC-EVICT-ORDER"),
+        (f"{_profile}: the same at capacity 16", _offset_start(_base, "StartsAtOne"),
+         _profile, 16, _one_hit(_profile), "ARC-EVICT-ORDER"),
+        (f"{_profile}: a rule that compares with >", _reads_above(_base, "ReadsAbove"),
+         _profile, 8, _one_hit(_profile), "ARC-EVICT-ORDER"),
+        (f"{_profile}: a clear that leaves the target at 1", _cleared_to_one(_base, "Clears"),
+         _profile, 8, [*stored(9), ("clear",), *_one_hit(_profile)], "ARC-CLEAR-RESET"),
+        (f"{_profile}: a clear, and a rule that compares with >", _reads_above(_base, "RA"),
+         _profile, 8, [*stored(9), ("clear",), *_one_hit(_profile)], "ARC-EVICT-ORDER"),
+        (f"{_profile}: an adaptation that moves twice", _grows_twice(_base, "GrowsTwice"),
+         _profile, 8, _one_hit(_profile), _ADAPT[_profile]),
+        (f"{_profile}: ghosts trimmed one early", _trims_early(_base, "TrimsEarly"),
+         _profile, 4, _two_hits(_profile), "ARC-EVICT-GHOSTS"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("policy", "profile_name", "capacity", "trace", "expected"),
+    [case[1:] for case in SECOND_LOOK], ids=[case[0] for case in SECOND_LOOK],
+)
+def test_a_target_or_ghost_fault_is_told_from_the_adaptation(
+    policy: type, profile_name: str, capacity: int, trace: list[Action], expected: str,
+) -> None:
+    subject: Subject = subject_for_class(policy)
+    profile = get_profile(profile_name)
+    found = failure_of(subject, profile, capacity, trace, observe=False)
+    assert found is not None, "the trace must fail"
+    assert found.requirement == "ARC-EVICT-ORDER", found
+    placed = placed_culprit(subject, profile, capacity, trace, found.requirement)
+    assert placed.requirement == expected, placed
+    if expected != _ADAPT[profile_name]:
+        assert placed.note, "a moved blame says why"

@@ -262,14 +262,16 @@ def _minimise(
         if again is not None and again.requirement in family:
             requirement, message = again.requirement, with_sizes(again.message, message)
     if len(trace) <= SIZED_CULPRIT_MOST:
-        blamed, step = placed_culprit(subject, profile, capacity, trace, requirement, cap)
-        if blamed != requirement and step is not None:
+        placed = placed_culprit(subject, profile, capacity, trace, requirement, cap)
+        if placed.requirement != requirement and placed.step is not None:
             # Both places, so that an author can check the one the probes
             # could not tell from it (spec/arc.md, Attribution, known limits).
-            message += (f" (the probes place the cause at step {step + 1}, "
-                         f"{describe(trace[step], subject.has('mark'))}; the wrong result "
-                         f"shows at step {len(trace)})")
-        requirement = blamed
+            message += (f" (the probes place the cause at step {placed.step + 1}, "
+                         f"{describe(trace[placed.step], subject.has('mark'))}; the wrong "
+                         f"result shows at step {len(trace)})")
+        if placed.note:
+            message += f" ({placed.note})"
+        requirement = placed.requirement
     if subject.has("hooks"):
         requirement, message = _request_level_blame(
             subject, profile, capacity, trace, requirement, message)

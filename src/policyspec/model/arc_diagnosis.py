@@ -21,9 +21,9 @@ from policyspec.model.actions import Action
 from policyspec.model.arc import ArcState
 from policyspec.model.probe import Probe, ProbeResult
 from policyspec.model.state import IDLE, IN_FLIGHT, State
-from policyspec.model.step import ProfileModel, Refinement
+from policyspec.model.step import Measure, ProfileModel, Refinement
 
-__all__ = ["FRESH", "ARCDiagnosis", "blame", "probes"]
+__all__ = ["FRESH", "ARCDiagnosis", "blame", "probes", "reconsider"]
 
 Variant = Callable[[int | None], Refinement]
 """Builds the ARC refinement with its ghost lists and target bounded by the
@@ -78,6 +78,11 @@ class ARCDiagnosis:
         results: Sequence[ProbeResult], previous: Sequence[ProbeResult],
     ) -> str | None:
         return blame(history, action, ext, state, results, previous, self.variant)
+
+    def reconsider(
+        self, blamed: str, prefix: Sequence[Action], capacity: int | None, measure: Measure,
+    ) -> tuple[str, str]:
+        return reconsider(blamed, prefix, capacity, measure, self.variant)
 
 
 def probes(arc: ArcState, state: State) -> list[Probe]:
@@ -379,3 +384,168 @@ def _model_after(
 ) -> ProfileModel:
     """The model after ``actions`` from a fresh policy of ``capacity``."""
     return ProfileModel.fresh(refinement, capacity).after(actions)
+
+
+# -- a second look at an adaptation (spec/arc.md, Attribution) ----------------
+
+HITS = 3
+"""Ghost hits a calibration makes: three B1 hits move the spec's target
+from 0 to 1, 2 and 3, enough to tell a target that moves by the spec's
+steps from a fixed distance (1 acts as 0, so one hit alone shows nothing)."""
+
+CALIBRATION = FRESH + (1 << 20)
+"""The calibration's own keys: the probes' fresh keys start at ``FRESH``."""
+
+CALIBRATION_REQUEST = 1 << 29
+"""The requests a calibration's store misses belong to (probes use 1 << 30)."""
+
+
+def reconsider(
+    blamed: str, prefix: Sequence[Action], capacity: int | None,
+    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None], variant: Variant,
+) -> tuple[str, str]:
+    """A second look at an adaptation blamed (``blamed`` is the requirement of
+    a touch or store miss of ghosts): its answers say the policy acts on
+    another target than the spec's after the ghost hit, which is also what a
+    policy shows that adapts right but started from another target, was
+    cleared to one, or reads the target otherwise in evict. A calibration
+    tells them apart: ghost hits on a fresh policy (and after a clear, when
+    ``prefix`` has one), probed after each. Victims that fit no target, or a
+    target at a fixed distance from the spec's through hits that move it,
+    are evict's or the start's (the order requirement), or the clear's when
+    only the clear shows them. A target no hit moves on a fresh policy is
+    the hook ignoring ghosts or an evict keeping none, which no probe can
+    tell apart: ``blamed`` stays (the hook is the likelier, spec/bugs.md
+    G3), with both in the note. Last, a ghost the policy no longer had
+    (``_dropped_ghosts``) is the evict's that trimmed it."""
+    op = {v: k for k, v in _ADAPTING.items()}.get(blamed)
+    if op is None or capacity is None:
+        return blamed, ""
+    order = variant(None).order_requirement
+    fresh = _calibrated((), op, capacity, measure, variant)
+    if fresh == _STILL:
+        return blamed, f"{_STILL} on a fresh policy either: {_IGNORED}"
+    if fresh is not None:
+        return order, f"{fresh} on a fresh policy: {_READING}"
+    if any(action[0] == "clear" for action in prefix):
+        cleared = _calibrated((("clear",),), op, capacity, measure, variant)
+        if cleared is not None and cleared != _STILL:
+            return "ARC-CLEAR-RESET", (f"{cleared} after a clear, not on a fresh policy: "
+                                       "the clear left another target than 0")
+    dropped = _dropped_ghosts(op, prefix, capacity, measure, variant)
+    if dropped:
+        return "ARC-EVICT-GHOSTS", dropped
+    return blamed, ""
+
+
+def _dropped_ghosts(
+    op: str, prefix: Sequence[Action], capacity: int,
+    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None], variant: Variant,
+) -> str:
+    """Whether ghosts the last adapting call of ``prefix`` names were gone
+    from the policy, which the hook cannot be blamed for: the same call
+    moves the target as the spec does when the ghosts it names are swapped
+    for younger ones of the same list (a list is trimmed oldest first, so
+    the younger outlive a trim that went too far), or, when every one was
+    in B1, for ghosts made right then (a trim that emptied the list). The
+    note for the report, or '' when neither trial does."""
+    index = next((i for i in range(len(prefix) - 1, -1, -1) if prefix[i][0] == op), None)
+    if index is None:
+        return ""
+    before, action = prefix[:index], prefix[index]
+    model = _model_after(before, capacity, variant(None))
+    arc, named = model.ext, _adapting_keys(action)
+    swap: dict[int, int] = {}
+    for ghosts in (arc.b1, arc.b2):
+        mine = [k for k in named if k in ghosts]
+        younger = [k for k in reversed(ghosts) if k not in named]
+        swap.update(zip(mine, younger, strict=False))  # (the youngest keep their place)
+    if swap and _adapts(op, before, action, swap, capacity, measure, variant):
+        return (f"the same call naming younger ghosts instead ({sorted(swap.values())}) "
+                f"moves the target as the spec does: the ghosts of {sorted(swap)} were "
+                "gone, trimmed by an evict before their time")
+    mine = [k for k in named if k in arc.b1]
+    if not mine or any(k in arc.b2 for k in named):
+        return ""
+    made = {k: CALIBRATION + i for i, k in enumerate(mine)}
+    if len(model.state.refs) + len(made) > capacity:
+        return ""  # no room to make them
+    making: tuple[Action, ...] = (
+        *(("insert", k, IDLE) for k in made.values()),
+        ("evict", len(made), frozenset(model.state.refs)),
+    )
+    if _adapts(op, (*before, *making), action, made, capacity, measure, variant):
+        return (f"the same call naming ghosts made just before it instead moves the target "
+                f"as the spec does: the ghosts of {sorted(made)} were gone, trimmed by an "
+                "evict before their time")
+    return ""
+
+
+def _adapts(
+    op: str, before: Sequence[Action], action: Action, swap: dict[int, int], capacity: int,
+    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None], variant: Variant,
+) -> bool:
+    """Whether ``action`` with its keys swapped, after ``before``, leaves the
+    policy acting on the spec's target, where the spec moved it visibly."""
+    keys = tuple(swap.get(k, k) for k in _adapting_keys(action))
+    instead: Action = (("touch", keys) if op == "touch"
+                       else ("on_store_miss", CALIBRATION_REQUEST, keys))
+    trial = (*before, instead)
+    results = measure(trial)
+    if results is None:
+        return False
+    top = _top(results)
+    was = _model_after(before, capacity, variant(None)).ext.target
+    spec = _model_after(trial, capacity, variant(None)).ext.target
+    return _grid(spec, top) != _grid(was, top) and _grid(spec, top) in _explaining_targets(
+        results, top)
+
+
+_STILL = "ghost hits move no target"
+
+_READING = ("the adaptation moves it by the spec's steps, so what differs is the target "
+            "the policy starts from or the way evict reads it")
+
+_IGNORED = ("the hook ignores ghosts, or (which no probe can tell apart from it) an evict "
+            "keeps no ghost at all")
+
+
+def _calibrated(
+    start: tuple[Action, ...], op: str, capacity: int,
+    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None], variant: Variant,
+) -> str | None:
+    """What the calibration after ``start`` shows: a phrase for the note
+    when the policy's answers are not the spec's adaptation (a rule that
+    fits no target, a fixed distance, no movement), None when they are or
+    when it cannot tell (a list probe differs: another fault shows first)."""
+    hits = min(HITS, capacity)
+    ghosts = range(CALIBRATION, CALIBRATION + hits)
+    made: tuple[Action, ...] = (*start, *(("insert", g, IDLE) for g in ghosts),
+                                ("evict", hits, frozenset()))
+    prefixes = [made]
+    for i, ghost in enumerate(ghosts):
+        call: Action = (("touch", (ghost,)) if op == "touch"
+                        else ("on_store_miss", CALIBRATION_REQUEST + i, (ghost,)))
+        prefixes.append((*prefixes[-1], call))
+    seen: list[tuple[float, set[int], int]] = []
+    for prefix in prefixes:
+        results = measure(prefix)
+        if results is None or any(r.differs and r.probe.name in ("t1", "t2", "hidden")
+                                  for r in results):
+            return None
+        top = _top(results)
+        target = _model_after(prefix, capacity, variant(None)).ext.target
+        seen.append((target, _explaining_targets(results, top), top))
+    if any(not explaining for _, explaining, _ in seen):
+        return f"after {hits} ghost hits the victims fit no target"
+    if all(_grid(target, top) in explaining for target, explaining, top in seen):
+        return None
+    for distance in (*range(-hits - 1, 0), *range(1, hits + 2)):
+        acted = [_grid(min(max(target + distance, 0), capacity), top)
+                 for target, _, top in seen]
+        if len(set(acted)) > 1 and all(
+                a in explaining for a, (_, explaining, _) in zip(acted, seen, strict=True)):
+            return f"the target stays {distance:+d} from the spec's through {hits} ghost hits"
+    if set.intersection(*(explaining for _, explaining, _ in seen)):
+        return _STILL
+    return None

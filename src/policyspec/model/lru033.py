@@ -14,7 +14,7 @@ from policyspec.model.actions import Action, Primitive
 from policyspec.model.probe import Probe, ProbeResult
 from policyspec.model.request import Requests, offload_key, ordered_keys
 from policyspec.model.state import IDLE, IN_FLIGHT, State
-from policyspec.model.step import Diagnosis
+from policyspec.model.step import Diagnosis, Measure
 
 __all__ = ["LRU033Diagnosis", "LRU033Refinement", "LRU034Refinement", "Ranks"]
 
@@ -217,6 +217,11 @@ class LRU033Diagnosis:
         if op == "get":
             return "GET-PURE"
         return self.refinement.culprit(_CALL_OF.get(op, op))
+
+    def reconsider(
+        self, blamed: str, prefix: Sequence[Action], capacity: int | None, measure: Measure,
+    ) -> tuple[str, str]:
+        return blamed, ""  # the order is all of its state: nothing else to look at
 
 
 _CALL_OF: dict[str, str] = {"finish_store": "mark_evictable", "end_read": "mark_evictable",

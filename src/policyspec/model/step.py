@@ -25,6 +25,7 @@ __all__ = [
     "PREDICT",
     "PRESENCE_REQUIREMENT",
     "Diagnosis",
+    "Measure",
     "ProfileModel",
     "Refinement",
     "Step",
@@ -114,6 +115,11 @@ class Refinement(Protocol):
         ...
 
 
+Measure = Callable[[Sequence[Action]], Sequence[ProbeResult] | None]
+"""Replays a prefix on a fresh policy and runs a diagnosis's probes after
+it; None when the prefix itself fails (witness/explain.py)."""
+
+
 class Diagnosis(Protocol):
     """For a refinement whose state the eviction order alone does not show
     (blocks in flight, an adaptive target): which probes to run after a
@@ -131,6 +137,17 @@ class Diagnosis(Protocol):
         after it and right before it (``previous``; ``ext``, ``state``: the
         model before it; ``history``: the actions before it), or None when
         they do not point at it."""
+        ...
+
+    def reconsider(
+        self, blamed: str, prefix: Sequence[Action], capacity: int | None, measure: Measure,
+    ) -> tuple[str, str]:
+        """A second look at ``blamed``, which ``blame`` named for the last
+        action of ``prefix``: where the probes' answers fit a fault of
+        another place just as well, experiments on fresh policies
+        (``measure``) may tell them apart. The requirement to report, and a
+        note for the report saying why it changed ('' when ``blamed``
+        stands)."""
         ...
 
 

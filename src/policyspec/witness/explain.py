@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from policyspec.environment import active
@@ -21,12 +22,12 @@ from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
 from policyspec.model.probe import Probe, ProbeResult
 from policyspec.model.state import State
-from policyspec.model.step import Refinement
+from policyspec.model.step import Diagnosis, Refinement
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
 from policyspec.witness.reproduce import failure_of, replayed
 
-__all__ = ["culprit", "placed_culprit", "run_probe"]
+__all__ = ["Placement", "culprit", "placed_culprit", "run_probe"]
 
 
 def culprit(
@@ -36,46 +37,56 @@ def culprit(
     """The requirement to report for a failure first seen as ``requirement``
     (kept when ``deadline``, a ``time.monotonic`` instant, passes first:
     each prefix replays once per probe, and a long sized trace took minutes)."""
-    return placed_culprit(subject, profile, capacity, trace, requirement, deadline)[0]
+    return placed_culprit(subject, profile, capacity, trace, requirement, deadline).requirement
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What ``placed_culprit`` found: the requirement to report, the index
+    in the trace of the step it blames (None when no step is: the failure's
+    own step, or a side effect of ``get``), and why, when a second look
+    (``Diagnosis.reconsider``) moved the blame ('' otherwise)."""
+
+    requirement: str
+    step: int | None = None
+    note: str = ""
 
 
 def placed_culprit(
     subject: Subject, profile: Profile, capacity: int, trace: Sequence[Action], requirement: str,
     deadline: float | None = None,
-) -> tuple[str, int | None]:
-    """``culprit``, and the index in ``trace`` of the step it blames: the
-    last step of the first prefix whose probes differ (None when no step is
-    blamed: the failure's own step, or a side effect of ``get``)."""
+) -> Placement:
+    """``culprit``, with the step it blames."""
     refinement = profile.refinement
     if refinement is None or requirement not in (
         refinement.order_requirement,
         refinement.liveness_requirement,
     ):
-        return requirement, None
+        return Placement(requirement)
     if failure_of(subject, profile, capacity, trace, observe=False) is None:
-        return refinement.culprit("get"), None
+        return Placement(refinement.culprit("get"))
     if _batch_alone(subject, profile, capacity, trace):
-        return requirement, None  # wrong victims or a refusal, of evict's own
+        return Placement(requirement)  # wrong victims or a refusal, of evict's own
     diagnosis = refinement.diagnosis() or _WholeOrder(refinement)
-    before = Lockstep(subject, profile, capacity, observe=False)
-    ext, state = before.ext, before.state.copy()
+
+    def measure(prefix: Sequence[Action]) -> list[ProbeResult] | None:
+        probed = _probed(subject, profile, capacity, diagnosis, prefix)
+        return None if probed is None else probed[1]
+
     # The fresh policy is probed too: a difference it shows already, before
     # any operation of the trace, is no operation's doing.
-    previous = [run_probe(subject, profile, capacity, (), probe)
-                for probe in diagnosis.probes(ext, state)]
+    previous = measure(())
+    assert previous is not None, "a fresh policy runs no call"
+    before = Lockstep(subject, profile, capacity, observe=False)
+    ext, state = before.ext, before.state.copy()
     for end in range(1, len(trace)):
         if deadline is not None and time.monotonic() > deadline:
-            return requirement, None
+            return Placement(requirement)
         prefix = trace[:end]
-        harness = replayed(subject, profile, capacity, prefix)
-        if harness is None:
-            return requirement, None
-        probes = list(diagnosis.probes(harness.ext, harness.state))
-        results = []
-        for index, probe in enumerate(probes):
-            # The last probe runs on the harness at hand, the others on replays.
-            fresh = harness if index == len(probes) - 1 else None
-            results.append(run_probe(subject, profile, capacity, prefix, probe, harness=fresh))
+        probed = _probed(subject, profile, capacity, diagnosis, prefix)
+        if probed is None:
+            return Placement(requirement)
+        harness, results = probed
         blamed = diagnosis.blame(prefix[:-1], prefix[-1], ext, state, results, previous)
         if blamed is not None and not subject.has("mark") and _LAST_CALL.get(
                 prefix[-1][0]) in _MARKS:
@@ -83,10 +94,42 @@ def placed_culprit(
             # only writes ref_cnt): no mark can be to blame, the search goes on.
             blamed = None
         if blamed is not None:
-            return blamed, end - 1
+            second, note = diagnosis.reconsider(blamed, prefix, capacity, measure)
+            if second == blamed:
+                return Placement(blamed, end - 1, note)
+            return Placement(second, _last_step(prefix, refinement, second), note)
         previous = results
         ext, state = harness.ext, harness.state.copy()
-    return requirement, None
+    return Placement(requirement)
+
+
+def _probed(
+    subject: Subject, profile: Profile, capacity: int, diagnosis: Diagnosis,
+    prefix: Sequence[Action],
+) -> tuple[Lockstep, list[ProbeResult]] | None:
+    """The harness that ran ``prefix`` on a fresh policy and the diagnosis's
+    probes after it (the last on that harness, the others each on a replay
+    of their own); None when the prefix itself fails."""
+    harness = replayed(subject, profile, capacity, prefix)
+    if harness is None:
+        return None
+    probes = list(diagnosis.probes(harness.ext, harness.state))
+    results = []
+    for index, probe in enumerate(probes):
+        fresh = harness if index == len(probes) - 1 else None
+        results.append(run_probe(subject, profile, capacity, prefix, probe, harness=fresh))
+    return harness, results
+
+
+def _last_step(prefix: Sequence[Action], refinement: Refinement, requirement: str) -> int | None:
+    """The last step of ``prefix`` whose call ``requirement`` is about (None
+    for the order requirement: the failing evict's own)."""
+    if requirement == refinement.order_requirement:
+        return None
+    for index in range(len(prefix) - 1, -1, -1):
+        if _culprit_of(prefix[index], refinement.culprit) == requirement:
+            return index
+    return None
 
 
 def _batch_alone(
@@ -193,6 +236,12 @@ class _WholeOrder:
             if not whole.broken and action[1] not in (whole.got or ()):
                 return "MARK-EVICTABLE-ELIGIBLE"
         return _culprit_of(action, self.refinement.culprit)
+
+    def reconsider(
+        self, blamed: str, prefix: Sequence[Action], capacity: int | None,
+        measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None],
+    ) -> tuple[str, str]:
+        return blamed, ""  # the order is all of its state: nothing else to look at
 
 
 def _as_set(victims: Sequence[int] | None) -> frozenset[int] | None:
