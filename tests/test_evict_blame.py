@@ -28,6 +28,7 @@ from policyspec.model.actions import Action
 from policyspec.profiles import get_profile
 from policyspec.reference import ARCCachePolicy, LRUCachePolicy
 from policyspec.reference.arc import ARC034CachePolicy
+from policyspec.reference.lru033 import LRU033CachePolicy
 from policyspec.reference.lru034 import LRU034CachePolicy
 from policyspec.subject import Subject
 from policyspec.witness.explain import culprit, placed_culprit
@@ -204,7 +205,7 @@ def test_a_fault_of_evict_is_named_at_evict(
 # with other ghosts, tell them apart.
 
 
-def _offset_start(base: type, name: str) -> type:
+def _offset_start(base: Any, name: str) -> type:
     """``base`` whose target starts at 1: it acts as 0 until a ghost hit."""
 
     def __init__(self: Any, cache_capacity: int) -> None:
@@ -214,7 +215,7 @@ def _offset_start(base: type, name: str) -> type:
     return type(name, (base,), {"__init__": __init__})
 
 
-def _cleared_to_one(base: type, name: str) -> type:
+def _cleared_to_one(base: Any, name: str) -> type:
     def clear(self: Any) -> None:
         base.clear(self)
         self.target_t1_size = 1.0
@@ -222,7 +223,7 @@ def _cleared_to_one(base: type, name: str) -> type:
     return type(name, (base,), {"clear": clear})
 
 
-def _reads_above(base: type, name: str) -> type:
+def _reads_above(base: Any, name: str) -> type:
     """T1 gives only while its count is above the target (``>`` for ``>=``):
     as a target one higher, once a ghost hit moved it off 0."""
 
@@ -232,7 +233,7 @@ def _reads_above(base: type, name: str) -> type:
     return type(name, (base,), {"evict": evict})
 
 
-def _grows_twice(base: type, name: str) -> type:
+def _grows_twice(base: Any, name: str) -> type:
     """A B1 hit moves the target two steps: the adaptation's own fault."""
 
     def _grow_target(self: Any) -> None:
@@ -242,7 +243,7 @@ def _grows_twice(base: type, name: str) -> type:
     return type(name, (base,), {"_grow_target": _grow_target})
 
 
-def _trims_early(base: type, name: str) -> type:
+def _trims_early(base: Any, name: str) -> type:
     """A ghost list is trimmed one key below the capacity: its oldest ghost
     is gone while the spec still adapts to it."""
 
@@ -323,3 +324,155 @@ def test_a_target_or_ghost_fault_is_told_from_the_adaptation(
     assert placed.requirement == expected, placed
     if expected != _ADAPT[profile_name]:
         assert placed.note, "a moved blame says why"
+
+
+# An LRU refresh blamed (a finish or an access whose key kept its place) is
+# also what an evict shows that ranks a key by a rank it held earlier, as a
+# lazily cleaned heap that takes an old entry for a current one; a trial
+# with a key removed and stored again, which no refresh touches, tells them
+# apart (spec/lru033.md, Attribution).
+
+
+def _ranks_by_past(base: Any, name: str) -> type:
+    """Evicts by the least rank each key was ever given (kept across its
+    removal): every refresh seems not to take."""
+
+    def _rerank(self: Any, key: Any, rank: Any) -> None:
+        past = self.__dict__.setdefault("past", {})
+        past[key] = min(past.get(key, rank), rank)
+        base._rerank(self, key, rank)
+
+    def evict(self: Any, n: int, protected: Collection[Any]) -> list[tuple[Any, Any]] | None:
+        past = self.__dict__.setdefault("past", {})
+        self.idle.sort(key=lambda entry: (past.get(entry[1], entry[0]), entry[1]))
+        victims: list[tuple[Any, Any]] | None = base.evict(self, n, protected)
+        self.idle.sort()
+        return victims
+
+    return type(name, (base,), {"_rerank": _rerank, "evict": evict})
+
+
+def _finish_commits_nothing(base: Any, name: str) -> type:
+    def on_request_finished(self: Any, *args: Any) -> None:
+        return None
+
+    return type(name, (base,), {"on_request_finished": on_request_finished})
+
+
+def _request_stored(r: int, *keys: int) -> list[Action]:
+    return [("insert", k, 0, r) for k in keys]
+
+
+_LRU_REFRESH = [*_request_stored(2, 0), *_request_stored(3, 1),
+                ("on_request_finished", 2, ((0,),), frozenset({0}), frozenset()),
+                ("evict", 1, NONE)]
+"""0 refreshed by its request's finish: the spec evicts 1 first."""
+
+_LRU_REINSERTED = [*_request_stored(2, 0), *_request_stored(3, 1), ("remove", 0),
+                   *_request_stored(4, 0), *_request_stored(5, 2),
+                   ("on_request_finished", 4, ((0,),), frozenset({0}), frozenset()),
+                   ("evict", 1, NONE)]
+"""The same after 0 was removed and stored again."""
+
+LRU_CASES: list[tuple[str, Any, str, list[Action], str]] = []
+for _profile, _lru in (("lru-0.34", LRU034CachePolicy), ("lru-0.33", LRU033CachePolicy)):
+    LRU_CASES += [
+        (f"{_profile}: evict ranks by the past", _ranks_by_past(_lru, "Past"), _profile,
+         _LRU_REFRESH, "LRU033-EVICT-ORDER"),
+        (f"{_profile}: the same after a remove", _ranks_by_past(_lru, "Past"), _profile,
+         _LRU_REINSERTED, "LRU033-EVICT-ORDER"),
+        (f"{_profile}: a finish that commits nothing", _finish_commits_nothing(_lru, "F"),
+         _profile, _LRU_REFRESH, "LRU033-FINISH-COMMIT"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("policy", "profile_name", "trace", "expected"),
+    [case[1:] for case in LRU_CASES], ids=[case[0] for case in LRU_CASES],
+)
+@pytest.mark.parametrize("capacity", [4, 64])
+def test_an_evict_that_reads_past_ranks_is_told_from_a_refresh(
+    policy: type, profile_name: str, trace: list[Action], expected: str, capacity: int,
+) -> None:
+    subject: Subject = subject_for_class(policy)
+    profile = get_profile(profile_name)
+    found = failure_of(subject, profile, capacity, trace, observe=False)
+    assert found is not None, "the trace must fail"
+    assert found.requirement == "LRU033-EVICT-ORDER", found
+    placed = placed_culprit(subject, profile, capacity, trace, found.requirement)
+    assert placed.requirement == expected, placed
+    assert bool(placed.note) == (expected == "LRU033-EVICT-ORDER")
+
+
+# Only the difference between two routes that rank one request's positions
+# (insert, access) shows: an access that counts one position off and an
+# insert that does are told apart by no probe, so either is the order
+# requirement's, with the reason; an insert wrong among inserts stays its own.
+
+
+def _access_off_by_one(base: Any, name: str) -> type:
+    def on_request_access(self: Any, keys: Any, req_context: Any) -> None:
+        request = self.request_rank(req_context)
+        for key in keys:
+            position = req_context.get_offload_key_position(key)
+            if position is None or key not in self.chunks:
+                continue
+            rank = (request, -position - 1)
+            if self.ranks[key] < rank:
+                self._rerank(key, rank)
+
+    return type(name, (base,), {"on_request_access": on_request_access})
+
+
+def _insert_ranks(base: Any, name: str, rank_of: Any) -> type:
+    def insert(self: Any, key: Any, chunk: Any, req_context: Any) -> None:
+        position = req_context.get_offload_key_position(key)
+        rank = (self._tick(), 0) if position is None else rank_of(self, req_context, position)
+        self.chunks[key] = chunk
+        self._rerank(key, rank)
+        if chunk.ref_cnt == 0:
+            self.mark_evictable(key)
+
+    return type(name, (base,), {"insert": insert})
+
+
+_ACCESS_THEN_STORE = [
+    ("insert", 10, -1, 2), ("finish_store", 10), ("insert", 3, -1, 3), ("finish_store", 3),
+    ("set_positions", 5, ((10, 2), (0, 3))), ("on_request_access", 5, (10, 0)),
+    ("evict", 1, NONE), ("insert", 0, -1, 5), ("finish_store", 0), ("evict", 1, NONE)]
+_STORE_AFTER_ACCESS = [
+    ("insert", 0, -1, 1), ("finish_store", 0), ("set_positions", 2, ((1, 0), (0, 1))),
+    ("on_request_access", 2, (1, 0)), ("insert", 1, -1, 2), ("finish_store", 1),
+    ("evict", 1, NONE)]
+_STORED_TOGETHER = [("set_positions", 2, ((0, 0), (1, 1))), ("insert", 0, 0, 2),
+                    ("insert", 1, 0, 2), ("evict", 1, NONE)]
+
+POSITION_CASES: list[tuple[str, Any, list[Action], str]] = []
+for _lru in (LRU034CachePolicy, LRU033CachePolicy):
+    POSITION_CASES += [
+        (f"{_lru.__name__}: an access one position off", _access_off_by_one(_lru, "A"),
+         _ACCESS_THEN_STORE, "LRU033-EVICT-ORDER"),
+        (f"{_lru.__name__}: an insert one position off",
+         _insert_ranks(_lru, "I", lambda s, c, p: (s.request_rank(c), -p - 1)),
+         _STORE_AFTER_ACCESS, "LRU033-EVICT-ORDER"),
+        (f"{_lru.__name__}: an insert that counts positions upwards",
+         _insert_ranks(_lru, "U", lambda s, c, p: (s.request_rank(c), p)),
+         _STORED_TOGETHER, "LRU033-INSERT-RANK"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("policy", "trace", "expected"),
+    [case[1:] for case in POSITION_CASES], ids=[case[0] for case in POSITION_CASES],
+)
+def test_two_routes_that_rank_positions_apart_are_the_order(
+    policy: type, trace: list[Action], expected: str,
+) -> None:
+    subject: Subject = subject_for_class(policy)
+    profile = get_profile("lru-0.34" if policy.__mro__[1] is LRU034CachePolicy else "lru-0.33")
+    found = failure_of(subject, profile, 8, trace, observe=False)
+    assert found is not None, "the trace must fail"
+    assert found.requirement == "LRU033-EVICT-ORDER", found
+    placed = placed_culprit(subject, profile, 8, trace, found.requirement)
+    assert placed.requirement == expected, placed
+    assert bool(placed.note) == (expected == "LRU033-EVICT-ORDER")

@@ -221,8 +221,71 @@ class LRU033Diagnosis:
     def reconsider(
         self, blamed: str, prefix: Sequence[Action], capacity: int | None, measure: Measure,
     ) -> tuple[str, str]:
-        return blamed, ""  # the order is all of its state: nothing else to look at
+        """A rank blamed (an insert, a finish, an access or a touch whose key
+        kept an older place) is also what an evict shows that ranks a key by
+        a rank it held earlier, as a lazily cleaned heap does when it takes an old entry
+        for a current one. A trial on a fresh policy with no refresh in it
+        tells them apart: a key removed and stored again must go after one
+        stored between; evicted first, it was ranked by its removed past,
+        which only evict reads: the order requirement."""
+        if blamed not in _RANKING or (capacity or 0) < 2:
+            return blamed, ""
+        if blamed in _POSITIONED and _routes_disagree(measure):
+            return self.refinement.order_requirement, (
+                "on a fresh policy, inserts of one request rank its positions as the spec "
+                "does, but a key accessed at a position and a key stored at the same one "
+                "are ranked apart: the access or the insert counts positions off by some "
+                "amount, and no probe can tell which (only their difference shows)")
+        old, between = _TRIAL, _TRIAL + 1
+        trial: tuple[Action, ...] = (("insert", old, IDLE), ("insert", between, IDLE),
+                                     ("remove", old), ("insert", old, IDLE))
+        results = measure(trial)
+        whole = next((r for r in results or () if r.probe.name == "order"), None)
+        if whole is None or whole.got != [old, between]:
+            return blamed, ""
+        return self.refinement.order_requirement, (
+            "on a fresh policy, a key removed and stored again is evicted before a key stored "
+            "between, at the place it held before its removal: evict ranks keys by a rank "
+            "they held earlier, which is what a refresh that did not take shows")
 
+
+_RANKING = frozenset({"LRU033-INSERT-RANK", "LRU033-FINISH-COMMIT", "LRU033-ACCESS-RANK",
+                      "LRU033-TOUCH-COMMIT"})
+"""The requirements of the calls that give a key its rank: a key stored
+again after a remove, or refreshed, whose rank did not take."""
+
+_TRIAL = 1 << 40
+"""The keys of ``reconsider``'s trials: no engine uses them."""
+
+_TRIAL_REQUEST = 1 << 29
+"""The request of ``reconsider``'s trials (probes use 1 << 30)."""
+
+_POSITIONED = frozenset({"LRU033-INSERT-RANK", "LRU033-ACCESS-RANK"})
+"""The requirements of the calls that rank a key by its position."""
+
+
+def _routes_disagree(measure: Measure) -> bool:
+    """Whether insert and access rank one request's positions apart, on a
+    fresh policy: two keys stored for a request at positions 2 and 3 come
+    out in the spec's order, but a key accessed at a position and a key
+    stored at the same one do not tie as the spec's (their keys' order, so
+    both ways round are tried)."""
+    low, high = _TRIAL, _TRIAL + 1
+    r = _TRIAL_REQUEST
+    inserts: tuple[Action, ...] = (("set_positions", r, ((low, 2), (high, 3))),
+                                   ("insert", low, IDLE, r), ("insert", high, IDLE, r))
+    trials = [(("insert", accessed, IDLE), ("set_positions", r, ((accessed, 2), (stored, 2))),
+               ("on_request_access", r, (accessed,)), ("insert", stored, IDLE, r))
+              for accessed, stored in ((low, high), (high, low))]
+    if _order_differs(measure(inserts)) is not False:
+        return False  # the inserts alone are wrong (or the trial failed): no ambiguity
+    return any(_order_differs(measure(trial)) for trial in trials)
+
+
+def _order_differs(results: Sequence[ProbeResult] | None) -> bool | None:
+    """Whether the whole-order probe differs (None: no such answer)."""
+    whole = next((r for r in results or () if r.probe.name == "order"), None)
+    return None if whole is None or whole.broken else whole.differs
 
 _CALL_OF: dict[str, str] = {"finish_store": "mark_evictable", "end_read": "mark_evictable",
             "start_read": "mark_non_evictable"}
