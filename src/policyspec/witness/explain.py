@@ -94,13 +94,26 @@ def placed_culprit(
             # only writes ref_cnt): no mark can be to blame, the search goes on.
             blamed = None
         if blamed is not None:
-            second, note = diagnosis.reconsider(blamed, prefix, capacity, measure)
+            second, note = _reconsidered(diagnosis, blamed, prefix, capacity, measure)
             if second == blamed:
                 return Placement(blamed, end - 1, note)
             return Placement(second, _last_step(prefix, refinement, second), note)
         previous = results
         ext, state = harness.ext, harness.state.copy()
     return Placement(requirement)
+
+
+def _reconsidered(
+    diagnosis: Diagnosis, blamed: str, prefix: Sequence[Action], capacity: int,
+    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None],
+) -> tuple[str, str]:
+    """``diagnosis.reconsider``; a diagnosis written before it existed (an
+    out-of-tree profile's) keeps its blame."""
+    second_look = getattr(diagnosis, "reconsider", None)
+    if second_look is None:
+        return blamed, ""
+    found: tuple[str, str] = second_look(blamed, prefix, capacity, measure)
+    return found
 
 
 def _probed(
