@@ -247,3 +247,16 @@ def test_every_report_format_says_whether_the_snippet_was_shown_to_fail(
     again = load_report(tmp_path / "report.json")
     assert (again.failures[0].repro_shown, again.failures[0].repro_result) == (
         True, fifo.repro_result)
+
+
+def test_a_snippet_of_a_sized_witness_gets_a_limit_that_grows_with_its_trace() -> None:
+    """A sized witness fills thousands of keys, each step judged twice: on a
+    loaded machine its snippet outran the limit of a short one and was
+    reported not shown, though it failed as it should."""
+    from policyspec.witness.shown import LIMIT_FACTOR, MIN_LIMIT, SHORT_TRACE, snippet_limit
+
+    short = snippet_limit(10.0, 12)
+    assert short == max(MIN_LIMIT, LIMIT_FACTOR * 10.0)
+    assert snippet_limit(1.0, SHORT_TRACE) == MIN_LIMIT
+    assert snippet_limit(10.0, 20 * SHORT_TRACE) == 20 * short
+    assert snippet_limit(10.0, 4094) > snippet_limit(10.0, 4093) > short

@@ -36,11 +36,10 @@ from policyspec.witness.render import comparison_repro, describe, measurement_re
 from policyspec.witness.reproduce import fails_with, failure_of, replayed
 from policyspec.witness.reproduce import family as family_of
 from policyspec.witness.shown import (
-    LIMIT_FACTOR,
-    MIN_LIMIT,
     Shown,
     in_snippet,
     show,
+    snippet_limit,
     snippet_target,
     unshowable,
 )
@@ -132,7 +131,7 @@ def finish(
                            capacity=finding.capacity or capacity, seed=seed, budget=budget,
                            marks=marks, reference=finding.reference,
                            call_limit=watchdog.limit or None)
-        shown = _show(subject, snippet, rid, watchdog.limit)
+        shown = _show(subject, snippet, rid, watchdog.limit, len(finding.trace))
         failures.append(
             FailureReport(
                 requirement=rid,
@@ -634,7 +633,8 @@ def _snippet(subject: Subject, profile: Profile, finding: Finding, rid: str, mes
                              placeholders=subject.placeholders)
 
 
-def _show(subject: Subject, snippet: str, rid: str, call_limit: float) -> Shown | None:
+def _show(subject: Subject, snippet: str, rid: str, call_limit: float, steps: int
+          ) -> Shown | None:
     """``snippet`` run in a fresh process (``witness.shown``); None inside
     such a process, which runs no snippets of its own."""
     if in_snippet():
@@ -642,5 +642,5 @@ def _show(subject: Subject, snippet: str, rid: str, call_limit: float) -> Shown 
     why = unshowable(subject.in_child, subject.name, subject.source)
     if why is not None:
         return Shown(False, why)
-    return show(snippet, rid, max(MIN_LIMIT, LIMIT_FACTOR * call_limit))
+    return show(snippet, rid, snippet_limit(call_limit, steps))
 

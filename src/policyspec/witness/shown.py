@@ -30,6 +30,7 @@ __all__ = [
     "Shown",
     "in_snippet",
     "show",
+    "snippet_limit",
     "snippet_target",
     "unshowable",
 ]
@@ -43,6 +44,16 @@ twice (written out, then judged), plus the interpreter's start."""
 MIN_LIMIT = 20.0
 """Seconds a check gives a snippet at least: starting an interpreter that imports policyspec takes
 seconds on a loaded machine, which must not count against the policy."""
+SHORT_TRACE = 200
+"""Steps a snippet's trace may have before its time limit grows with it: a
+sized witness fills thousands of keys, each step judged twice, and on a
+loaded machine took longer than the limit of a short one (the limit only
+stops a snippet that hangs; none that ends is judged by its time)."""
+
+
+def snippet_limit(call_limit: float, steps: int) -> float:
+    """The seconds a snippet of a ``steps``-step trace may run."""
+    return max(MIN_LIMIT, LIMIT_FACTOR * call_limit) * max(1.0, steps / SHORT_TRACE)
 
 
 RANDOM_HASH = (
