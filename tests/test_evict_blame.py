@@ -476,3 +476,71 @@ def test_two_routes_that_rank_positions_apart_are_the_order(
     placed = placed_culprit(subject, profile, 8, trace, found.requirement)
     assert placed.requirement == expected, placed
     assert bool(placed.note) == (expected == "LRU033-EVICT-ORDER")
+
+
+# The one case the second look cannot settle: an ARC whose ghost hits never
+# move the target. Ghosts show only through the adaptation, so a policy
+# that keeps no ghost at all answers every sequence of calls as one whose
+# hook ignores them (bugs G3, V7): the adaptation stays named, and the note
+# names both (spec/arc.md, Attribution).
+
+
+class ARC034KeepsNoGhost(ARC034CachePolicy[Any, Any]):
+    def _commit(self, picks: list[tuple[Any, Any, bool]]) -> list[tuple[Any, Any]]:
+        result = super()._commit(picks)
+        self.b1.clear()
+        self.b2.clear()
+        return result
+
+
+class ARC034IgnoresGhosts(ARC034CachePolicy[Any, Any]):
+    def on_store_miss(self, keys: Any, req_context: Any) -> None:
+        return None
+
+
+class _Context:
+    """The least of a request context these calls read: no positions."""
+
+    def get_offload_key_position(self, key: Any) -> None:
+        return None
+
+    def get_state(self, kind: Any) -> None:
+        return None
+
+    def set_state(self, state: Any) -> None:
+        return None
+
+
+class _Chunk:
+    ref_cnt = 0
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_an_arc_that_keeps_no_ghost_answers_as_one_that_ignores_them(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    capacity = rng.choice([2, 4, 8])
+    policies = [ARC034KeepsNoGhost(capacity), ARC034IgnoresGhosts(capacity)]
+    context, held = _Context(), set[int]()
+    for _ in range(300):
+        roll, key = rng.random(), rng.randrange(3 * capacity)
+        if roll < 0.4 and key not in held and len(held) < capacity:
+            for policy in policies:
+                policy.on_store_miss([key], context)
+                policy.insert(key, _Chunk(), context)
+            held.add(key)
+        elif roll < 0.6 and held:
+            reused = rng.sample(sorted(held), rng.randint(1, len(held)))
+            for policy in policies:
+                policy.on_request_finished([reused], set(), set(reused), context)
+        elif roll < 0.7 and key in held:
+            for policy in policies:
+                policy.remove(key)
+            held.discard(key)
+        else:
+            n = rng.randint(0, len(held))
+            got = [policy.evict(n, set()) for policy in policies]
+            assert [[k for k, _ in g] if g else g for g in got] == [
+                [k for k, _ in got[0]] if got[0] else got[0]] * 2
+            held -= {k for k, _ in got[0] or ()}
