@@ -402,7 +402,7 @@ CALIBRATION_REQUEST = 1 << 29
 
 def reconsider(
     blamed: str, prefix: Sequence[Action], capacity: int | None,
-    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None], variant: Variant,
+    measure: Measure, variant: Variant,
 ) -> tuple[str, str]:
     """A second look at an adaptation blamed (``blamed`` is the requirement of
     a touch or store miss of ghosts): its answers say the policy acts on
@@ -440,7 +440,7 @@ def reconsider(
 
 def _dropped_ghosts(
     op: str, prefix: Sequence[Action], capacity: int,
-    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None], variant: Variant,
+    measure: Measure, variant: Variant,
 ) -> str:
     """Whether ghosts the last adapting call of ``prefix`` names were gone
     from the policy, which the hook cannot be blamed for: the same call
@@ -483,7 +483,7 @@ def _dropped_ghosts(
 
 def _adapts(
     op: str, before: Sequence[Action], action: Action, swap: dict[int, int], capacity: int,
-    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None], variant: Variant,
+    measure: Measure, variant: Variant,
 ) -> bool:
     """Whether ``action`` with its keys swapped, after ``before``, leaves the
     policy acting on the spec's target, where the spec moved it visibly."""
@@ -512,7 +512,7 @@ _IGNORED = ("the hook ignores ghosts, or (which no probe can tell apart from it)
 
 def _calibrated(
     start: tuple[Action, ...], op: str, capacity: int,
-    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None], variant: Variant,
+    measure: Measure, variant: Variant,
 ) -> str | None:
     """What the calibration after ``start`` shows: a phrase for the note
     when the policy's answers are not the spec's adaptation (a rule that

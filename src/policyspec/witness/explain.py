@@ -22,7 +22,7 @@ from policyspec.model.actions import Action
 from policyspec.model.evict import eligible
 from policyspec.model.probe import Probe, ProbeResult
 from policyspec.model.state import State
-from policyspec.model.step import Diagnosis, Refinement
+from policyspec.model.step import Diagnosis, Measure, Refinement
 from policyspec.profiles import Profile
 from policyspec.subject import Subject
 from policyspec.witness.reproduce import failure_of, replayed
@@ -105,7 +105,7 @@ def placed_culprit(
 
 def _reconsidered(
     diagnosis: Diagnosis, blamed: str, prefix: Sequence[Action], capacity: int,
-    measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None],
+    measure: Measure,
 ) -> tuple[str, str]:
     """``diagnosis.reconsider``; a diagnosis written before it existed (an
     out-of-tree profile's) keeps its blame."""
@@ -252,7 +252,7 @@ class _WholeOrder:
 
     def reconsider(
         self, blamed: str, prefix: Sequence[Action], capacity: int | None,
-        measure: Callable[[Sequence[Action]], Sequence[ProbeResult] | None],
+        measure: Measure,
     ) -> tuple[str, str]:
         return blamed, ""  # the order is all of its state: nothing else to look at
 
