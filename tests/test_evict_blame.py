@@ -233,6 +233,17 @@ def _reads_above(base: Any, name: str) -> type:
     return type(name, (base,), {"evict": evict})
 
 
+def _clear_keeps_target(base: Any, name: str) -> type:
+    """A clear that empties the lists but keeps the adapted target."""
+
+    def clear(self: Any) -> None:
+        target = self.target_t1_size
+        base.clear(self)
+        self.target_t1_size = target
+
+    return type(name, (base,), {"clear": clear})
+
+
 def _grows_twice(base: Any, name: str) -> type:
     """A B1 hit moves the target two steps: the adaptation's own fault."""
 
@@ -299,6 +310,10 @@ for _profile, _base in _BASES.items():
          _profile, 8, _one_hit(_profile), "ARC-EVICT-ORDER"),
         (f"{_profile}: a clear that leaves the target at 1", _cleared_to_one(_base, "Clears"),
          _profile, 8, [*stored(9), ("clear",), *_one_hit(_profile)], "ARC-CLEAR-RESET"),
+        (f"{_profile}: a clear that keeps an adapted target", _clear_keeps_target(_base, "K"),
+         _profile, 8, [*stored(5, 6, 7), ("evict", 3, NONE), *_ghost_hit(_profile, 20, 5),
+                       *_ghost_hit(_profile, 21, 6), ("clear",), *_one_hit(_profile)],
+         "ARC-CLEAR-RESET"),
         (f"{_profile}: a clear, and a rule that compares with >", _reads_above(_base, "RA"),
          _profile, 8, [*stored(9), ("clear",), *_one_hit(_profile)], "ARC-EVICT-ORDER"),
         (f"{_profile}: an adaptation that moves twice", _grows_twice(_base, "GrowsTwice"),

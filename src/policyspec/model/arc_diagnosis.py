@@ -409,8 +409,8 @@ def reconsider(
     another target than the spec's after the ghost hit, which is also what a
     policy shows that adapts right but started from another target, was
     cleared to one, or reads the target otherwise in evict. A calibration
-    tells them apart: ghost hits on a fresh policy (and after a clear, when
-    ``prefix`` has one), probed after each. Victims that fit no target, or a
+    tells them apart: ghost hits on a fresh policy (and after hits and a
+    clear, when ``prefix`` has one), probed after each. Victims that fit no target, or a
     target at a fixed distance from the spec's through hits that move it,
     are evict's or the start's (the order requirement), or the clear's when
     only the clear shows them. A target no hit moves on a fresh policy is
@@ -428,7 +428,9 @@ def reconsider(
     if fresh is not None:
         return order, f"{fresh} on a fresh policy: {_READING}"
     if any(action[0] == "clear" for action in prefix):
-        cleared = _calibrated((("clear",),), op, capacity, measure, variant)
+        # (The target is moved before the clear: one that survives it shows.)
+        moved = _ghost_hits((), op, min(HITS, capacity), CALIBRATION + HITS)[-1]
+        cleared = _calibrated((*moved, ("clear",)), op, capacity, measure, variant)
         if cleared is not None and cleared != _STILL:
             return "ARC-CLEAR-RESET", (f"{cleared} after a clear, not on a fresh policy: "
                                        "the clear left another target than 0")
@@ -460,7 +462,7 @@ def _dropped_ghosts(
         mine = [k for k in named if k in ghosts]
         younger = [k for k in reversed(ghosts) if k not in named]
         swap.update(zip(mine, younger, strict=False))  # (the youngest keep their place)
-    if swap and _adapts(op, before, action, swap, capacity, measure, variant):
+    if swap and _only_swapped_adapt(op, before, action, swap, capacity, measure, variant):
         return (f"the same call naming younger ghosts instead ({sorted(swap.values())}) "
                 f"moves the target as the spec does: the ghosts of {sorted(swap)} were "
                 "gone, trimmed by an evict before their time")
@@ -474,11 +476,23 @@ def _dropped_ghosts(
         *(("insert", k, IDLE) for k in made.values()),
         ("evict", len(made), frozenset(model.state.refs)),
     )
-    if _adapts(op, (*before, *making), action, made, capacity, measure, variant):
+    if _only_swapped_adapt(op, (*before, *making), action, made, capacity, measure, variant):
         return (f"the same call naming ghosts made just before it instead moves the target "
                 f"as the spec does: the ghosts of {sorted(made)} were gone, trimmed by an "
                 "evict before their time")
     return ""
+
+
+def _only_swapped_adapt(
+    op: str, before: Sequence[Action], action: Action, swap: dict[int, int], capacity: int,
+    measure: Measure, variant: Variant,
+) -> bool:
+    """Whether ``action`` after ``before`` moves the target as the spec does
+    with its keys swapped, and does not with its own keys: the control,
+    since a target the probes read only coarsely (a short T1) may fit the
+    spec's and the policy's alike."""
+    return (_adapts(op, before, action, swap, capacity, measure, variant)
+            and not _adapts(op, before, action, {}, capacity, measure, variant))
 
 
 def _adapts(
@@ -510,6 +524,23 @@ _IGNORED = ("the hook ignores ghosts, or (which no probe can tell apart from it)
             "keeps no ghost at all")
 
 
+def _ghost_hits(start: tuple[Action, ...], op: str, hits: int, first: int
+                ) -> list[tuple[Action, ...]]:
+    """After ``start``, ``hits`` keys from ``first`` on stored and evicted
+    (B1 ghosts), then hit one at a time by ``op``: each prefix, from no hit
+    to all of them."""
+    ghosts = range(first, first + hits)
+    made: tuple[Action, ...] = (*start, *(("insert", g, IDLE) for g in ghosts),
+                                ("evict", hits, frozenset()))
+    prefixes = [made]
+    for i, ghost in enumerate(ghosts):
+        call: Action = (("touch", (ghost,)) if op == "touch"
+                        else ("on_store_miss", CALIBRATION_REQUEST + first - CALIBRATION + i,
+                              (ghost,)))
+        prefixes.append((*prefixes[-1], call))
+    return prefixes
+
+
 def _calibrated(
     start: tuple[Action, ...], op: str, capacity: int,
     measure: Measure, variant: Variant,
@@ -519,14 +550,7 @@ def _calibrated(
     fits no target, a fixed distance, no movement), None when they are or
     when it cannot tell (a list probe differs: another fault shows first)."""
     hits = min(HITS, capacity)
-    ghosts = range(CALIBRATION, CALIBRATION + hits)
-    made: tuple[Action, ...] = (*start, *(("insert", g, IDLE) for g in ghosts),
-                                ("evict", hits, frozenset()))
-    prefixes = [made]
-    for i, ghost in enumerate(ghosts):
-        call: Action = (("touch", (ghost,)) if op == "touch"
-                        else ("on_store_miss", CALIBRATION_REQUEST + i, (ghost,)))
-        prefixes.append((*prefixes[-1], call))
+    prefixes = _ghost_hits(start, op, hits, CALIBRATION)
     seen: list[tuple[float, set[int], int]] = []
     for prefix in prefixes:
         results = measure(prefix)
