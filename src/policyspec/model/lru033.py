@@ -222,12 +222,15 @@ class LRU033Diagnosis:
         self, blamed: str, prefix: Sequence[Action], capacity: int | None, measure: Measure,
     ) -> tuple[str, str]:
         """A rank blamed (an insert, a finish, an access or a touch whose key
-        kept an older place) is also what an evict shows that ranks a key by
-        a rank it held earlier, as a lazily cleaned heap does when it takes an old entry
-        for a current one. A trial on a fresh policy with no refresh in it
-        tells them apart: a key removed and stored again must go after one
-        stored between; evicted first, it was ranked by its removed past,
-        which only evict reads: the order requirement."""
+        kept an older place) is also what two other faults give, each told
+        apart by a trial on a fresh policy. An insert or access blamed, where
+        inserts rank a request's positions right among themselves but an
+        access and an insert at one position do not tie (``_routes_disagree``):
+        either counts positions off, and only their difference shows, so the
+        order requirement. Any rank blamed, where a key removed and stored
+        again goes before one stored between: evict ranked it by its removed
+        past (a lazily cleaned heap that takes an old entry for a current
+        one), which only evict reads, so the order requirement."""
         if blamed not in _RANKING or (capacity or 0) < 2:
             return blamed, ""
         if blamed in _POSITIONED and _routes_disagree(measure):
