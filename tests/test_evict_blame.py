@@ -31,7 +31,7 @@ from policyspec.reference.arc import ARC034CachePolicy
 from policyspec.reference.lru033 import LRU033CachePolicy
 from policyspec.reference.lru034 import LRU034CachePolicy
 from policyspec.subject import Subject
-from policyspec.witness.explain import culprit, placed_culprit
+from policyspec.witness.explain import Placement, culprit, placed_culprit
 from policyspec.witness.reproduce import failure_of
 
 NONE: frozenset[int] = frozenset()
@@ -197,6 +197,18 @@ def test_a_fault_of_evict_is_named_at_evict(
     assert culprit(subject, profile, capacity, trace, seen) == expected
 
 
+def _placed(policy: type, profile_name: str, capacity: int, trace: list[Action]) -> Placement:
+    """Where ``trace``, which must fail at an evict under the profile's
+    order requirement, is blamed on ``policy``."""
+    subject: Subject = subject_for_class(policy)
+    profile = get_profile(profile_name)
+    assert profile.refinement is not None
+    found = failure_of(subject, profile, capacity, trace, observe=False)
+    assert found is not None, "the trace must fail"
+    assert found.requirement == profile.refinement.order_requirement, found
+    return placed_culprit(subject, profile, capacity, trace, found.requirement)
+
+
 # -- a second look at an adaptation (spec/arc.md, Attribution) ------------------
 # A target that differs after a ghost hit is also what a policy shows that
 # adapts right but starts (or is cleared) elsewhere, or reads the target
@@ -330,12 +342,7 @@ for _profile, _base in _BASES.items():
 def test_a_target_or_ghost_fault_is_told_from_the_adaptation(
     policy: type, profile_name: str, capacity: int, trace: list[Action], expected: str,
 ) -> None:
-    subject: Subject = subject_for_class(policy)
-    profile = get_profile(profile_name)
-    found = failure_of(subject, profile, capacity, trace, observe=False)
-    assert found is not None, "the trace must fail"
-    assert found.requirement == "ARC-EVICT-ORDER", found
-    placed = placed_culprit(subject, profile, capacity, trace, found.requirement)
+    placed = _placed(policy, profile_name, capacity, trace)
     assert placed.requirement == expected, placed
     if expected != _ADAPT[profile_name]:
         assert placed.note, "a moved blame says why"
@@ -409,12 +416,7 @@ for _profile, _lru in (("lru-0.34", LRU034CachePolicy), ("lru-0.33", LRU033Cache
 def test_an_evict_that_reads_past_ranks_is_told_from_a_refresh(
     policy: type, profile_name: str, trace: list[Action], expected: str, capacity: int,
 ) -> None:
-    subject: Subject = subject_for_class(policy)
-    profile = get_profile(profile_name)
-    found = failure_of(subject, profile, capacity, trace, observe=False)
-    assert found is not None, "the trace must fail"
-    assert found.requirement == "LRU033-EVICT-ORDER", found
-    placed = placed_culprit(subject, profile, capacity, trace, found.requirement)
+    placed = _placed(policy, profile_name, capacity, trace)
     assert placed.requirement == expected, placed
     assert bool(placed.note) == (expected == "LRU033-EVICT-ORDER")
 
@@ -483,12 +485,8 @@ for _lru in (LRU034CachePolicy, LRU033CachePolicy):
 def test_two_routes_that_rank_positions_apart_are_the_order(
     policy: type, trace: list[Action], expected: str,
 ) -> None:
-    subject: Subject = subject_for_class(policy)
-    profile = get_profile("lru-0.34" if policy.__mro__[1] is LRU034CachePolicy else "lru-0.33")
-    found = failure_of(subject, profile, 8, trace, observe=False)
-    assert found is not None, "the trace must fail"
-    assert found.requirement == "LRU033-EVICT-ORDER", found
-    placed = placed_culprit(subject, profile, 8, trace, found.requirement)
+    profile_name = "lru-0.34" if policy.__mro__[1] is LRU034CachePolicy else "lru-0.33"
+    placed = _placed(policy, profile_name, 8, trace)
     assert placed.requirement == expected, placed
     assert bool(placed.note) == (expected == "LRU033-EVICT-ORDER")
 

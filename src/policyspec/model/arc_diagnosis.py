@@ -310,6 +310,12 @@ def _adapting_keys(action: Action) -> Sequence[int]:
     return tuple(action[1] if action[0] == "touch" else action[2])
 
 
+def _adapting_call(op: str, request: int, keys: tuple[int, ...]) -> Action:
+    """An adapting operation naming ``keys``: a touch, or a store miss of
+    ``request`` (the inverse of ``_adapting_keys``)."""
+    return ("touch", keys) if op == "touch" else ("on_store_miss", request, keys)
+
+
 def _misplaced(results: Sequence[ProbeResult], keys: Sequence[int]) -> set[int]:
     """Those of ``keys`` that a ``t1`` or ``t2`` probe shows elsewhere than
     the model has them (another list, or another place in it)."""
@@ -502,9 +508,7 @@ def _adapts(
     """Whether ``action`` with its keys swapped, after ``before``, leaves the
     policy acting on the spec's target, where the spec moved it visibly."""
     keys = tuple(swap.get(k, k) for k in _adapting_keys(action))
-    instead: Action = (("touch", keys) if op == "touch"
-                       else ("on_store_miss", CALIBRATION_REQUEST, keys))
-    trial = (*before, instead)
+    trial = (*before, _adapting_call(op, CALIBRATION_REQUEST, keys))
     results = measure(trial)
     if results is None:
         return False
@@ -534,9 +538,7 @@ def _ghost_hits(start: tuple[Action, ...], op: str, hits: int, first: int
                                 ("evict", hits, frozenset()))
     prefixes = [made]
     for i, ghost in enumerate(ghosts):
-        call: Action = (("touch", (ghost,)) if op == "touch"
-                        else ("on_store_miss", CALIBRATION_REQUEST + first - CALIBRATION + i,
-                              (ghost,)))
+        call = _adapting_call(op, CALIBRATION_REQUEST + first - CALIBRATION + i, (ghost,))
         prefixes.append((*prefixes[-1], call))
     return prefixes
 

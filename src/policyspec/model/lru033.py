@@ -242,8 +242,7 @@ class LRU033Diagnosis:
         old, between = _TRIAL, _TRIAL + 1
         trial: tuple[Action, ...] = (("insert", old, IDLE), ("insert", between, IDLE),
                                      ("remove", old), ("insert", old, IDLE))
-        results = measure(trial)
-        whole = next((r for r in results or () if r.probe.name == "order"), None)
+        whole = _whole_order(measure(trial))
         if whole is None or whole.got != [old, between]:
             return blamed, ""
         return self.refinement.order_requirement, (
@@ -287,8 +286,14 @@ def _routes_disagree(measure: Measure) -> bool:
 
 def _order_differs(results: Sequence[ProbeResult] | None) -> bool | None:
     """Whether the whole-order probe differs (None: no such answer)."""
-    whole = next((r for r in results or () if r.probe.name == "order"), None)
+    whole = _whole_order(results)
     return None if whole is None or whole.broken else whole.differs
+
+
+def _whole_order(results: Sequence[ProbeResult] | None) -> ProbeResult | None:
+    """The ``order`` probe's answer among ``results`` (None: the trial failed
+    or had no idle key)."""
+    return next((r for r in results or () if r.probe.name == "order"), None)
 
 _CALL_OF: dict[str, str] = {"finish_store": "mark_evictable", "end_read": "mark_evictable",
             "start_read": "mark_non_evictable"}
