@@ -280,6 +280,34 @@ def _trims_early(base: Any, name: str) -> type:
     return type(name, (base,), {"_commit": _commit})
 
 
+def _trims_by_remainder(base: Any, name: str) -> type:
+    """A ghost list is trimmed by ``len % capacity`` keys (for ``len -
+    capacity``): every ghost goes, unless one evict filled the list to a
+    multiple of the capacity."""
+
+    def _commit(self: Any, picks: list[tuple[Any, Any, bool]]) -> list[tuple[Any, Any]]:
+        result: list[tuple[Any, Any]] = base._commit(self, picks)
+        for ghosts in (self.b1, self.b2):
+            for _ in range(len(ghosts) % self.cache_capacity):
+                ghosts.popitem(last=False)
+        return result
+
+    return type(name, (base,), {"_commit": _commit})
+
+
+def _keeps_no_ghost(base: Any, name: str) -> type:
+    """Every ghost dropped at once: no probe tells it from a hook that
+    ignores ghosts (below), so the adaptation stays named."""
+
+    def _commit(self: Any, picks: list[tuple[Any, Any, bool]]) -> list[tuple[Any, Any]]:
+        result: list[tuple[Any, Any]] = base._commit(self, picks)
+        self.b1.clear()
+        self.b2.clear()
+        return result
+
+    return type(name, (base,), {"_commit": _commit})
+
+
 def _ghost_hit(profile_name: str, r: int, *keys: int) -> list[Action]:
     """A second access of evicted keys: touch (0.33) or a store miss (0.34)."""
     if profile_name == "arc":
@@ -300,9 +328,9 @@ def _one_hit(profile_name: str) -> list[Action]:
 
 
 def _two_hits(profile_name: str) -> list[Action]:
-    """Four ghosts at capacity 4, a hit of the two oldest (spec target 2),
-    then T1 = [4], T2 = [5]: the spec evicts 5 from T2; a target that moved
-    once evicts 4 from T1."""
+    """Four ghosts made by one evict (a whole capacity of 4), a hit of the
+    two oldest (spec target 2), then T1 = [4], T2 = [5]: the spec evicts 5
+    from T2; a target that moved once, or not at all, evicts 4 from T1."""
     return [*stored(0, 1, 2, 3), ("evict", 4, NONE), *_ghost_hit(profile_name, 10, 0, 1),
             *stored(4, 5), *_reuse(profile_name, 11, 5), ("evict", 1, NONE)]
 
@@ -332,6 +360,12 @@ for _profile, _base in _BASES.items():
          _profile, 8, _one_hit(_profile), _ADAPT[_profile]),
         (f"{_profile}: ghosts trimmed one early", _trims_early(_base, "TrimsEarly"),
          _profile, 4, _two_hits(_profile), "ARC-EVICT-GHOSTS"),
+        (f"{_profile}: ghosts trimmed by the remainder", _trims_by_remainder(_base, "Rem"),
+         _profile, 8, _two_hits(_profile), "ARC-EVICT-GHOSTS"),
+        (f"{_profile}: the remainder at capacity 16", _trims_by_remainder(_base, "Rem"),
+         _profile, 16, _two_hits(_profile), "ARC-EVICT-GHOSTS"),
+        (f"{_profile}: no ghost kept at all", _keeps_no_ghost(_base, "NoGhost"),
+         _profile, 8, _two_hits(_profile), _ADAPT[_profile]),
     ]
 
 
@@ -498,12 +532,7 @@ def test_two_routes_that_rank_positions_apart_are_the_order(
 # names both (spec/arc.md, Attribution).
 
 
-class ARC034KeepsNoGhost(ARC034CachePolicy[Any, Any]):
-    def _commit(self, picks: list[tuple[Any, Any, bool]]) -> list[tuple[Any, Any]]:
-        result = super()._commit(picks)
-        self.b1.clear()
-        self.b2.clear()
-        return result
+ARC034KeepsNoGhost = _keeps_no_ghost(ARC034CachePolicy, "ARC034KeepsNoGhost")
 
 
 class ARC034IgnoresGhosts(ARC034CachePolicy[Any, Any]):

@@ -419,25 +419,35 @@ def reconsider(
     clear, when ``prefix`` has one), probed after each. Victims that fit no target, or a
     target at a fixed distance from the spec's through hits that move it,
     are evict's or the start's (the order requirement), or the clear's when
-    only the clear shows them. A target no hit moves on a fresh policy is
-    the hook ignoring ghosts or an evict keeping none, which no probe can
-    tell apart: ``blamed`` stays (the hook is the likelier, spec/bugs.md
-    G3), with both in the note. Last, a ghost the policy no longer had
-    (``_dropped_ghosts``) is the evict's that trimmed it."""
+    only the clear shows them. A target no hit moves on a fresh policy
+    moves as the spec's when one evict made a whole capacity of ghosts
+    only if the hook learns and evict's trim kept ghosts just then (the
+    evict's requirement); otherwise it is the hook ignoring ghosts or an
+    evict keeping none, which no probe can tell apart: ``blamed`` stays
+    (the hook is the likelier, spec/bugs.md G3), with both in the note.
+    Last, a ghost the policy no longer had (``_dropped_ghosts``) is the
+    evict's that trimmed it."""
     op = {v: k for k, v in _ADAPTING.items()}.get(blamed)
     if op is None or capacity is None:
         return blamed, ""
     order = variant(None).order_requirement
     fresh = _calibrated((), op, capacity, measure, variant)
     if fresh == _STILL:
+        hits = min(HITS, capacity)
+        if capacity > hits and _calibrated(
+                (), op, capacity, measure, variant, made=capacity) == _FOLLOWS:
+            return "ARC-EVICT-GHOSTS", (
+                f"{_STILL} when an evict of {hits} made the ghosts, and move it as the spec "
+                f"does when one evict of {capacity} made them: the hook learns from ghosts, "
+                "and evict kept them only in the second case (its trim went wrong)")
         return blamed, f"{_STILL} on a fresh policy either: {_IGNORED}"
-    if fresh is not None:
+    if fresh not in (None, _FOLLOWS):
         return order, f"{fresh} on a fresh policy: {_READING}"
     if any(action[0] == "clear" for action in prefix):
         # (The target is moved before the clear: one that survives it shows.)
         moved = _ghost_hits((), op, min(HITS, capacity), CALIBRATION + HITS)[-1]
         cleared = _calibrated((*moved, ("clear",)), op, capacity, measure, variant)
-        if cleared is not None and cleared != _STILL:
+        if cleared not in (None, _FOLLOWS, _STILL):
             return "ARC-CLEAR-RESET", (f"{cleared} after a clear, not on a fresh policy: "
                                        "the clear left another target than 0")
     dropped = _dropped_ghosts(op, prefix, capacity, measure, variant)
@@ -521,6 +531,8 @@ def _adapts(
 
 _STILL = "ghost hits move no target"
 
+_FOLLOWS = "ghost hits move the target as the spec does"
+
 _READING = ("the adaptation moves it by the spec's steps, so what differs is the target "
             "the policy starts from or the way evict reads it")
 
@@ -528,16 +540,17 @@ _IGNORED = ("the hook ignores ghosts, or (which no probe can tell apart from it)
             "keeps no ghost at all")
 
 
-def _ghost_hits(start: tuple[Action, ...], op: str, hits: int, first: int
-                ) -> list[tuple[Action, ...]]:
-    """After ``start``, ``hits`` keys from ``first`` on stored and evicted
-    (B1 ghosts), then hit one at a time by ``op``: each prefix, from no hit
-    to all of them."""
-    ghosts = range(first, first + hits)
-    made: tuple[Action, ...] = (*start, *(("insert", g, IDLE) for g in ghosts),
-                                ("evict", hits, frozenset()))
-    prefixes = [made]
-    for i, ghost in enumerate(ghosts):
+def _ghost_hits(start: tuple[Action, ...], op: str, hits: int, first: int,
+                made: int | None = None) -> list[tuple[Action, ...]]:
+    """After ``start``, ``made`` keys (``hits`` unless given) from ``first``
+    on stored and evicted by one call (B1 ghosts), then the first ``hits``
+    of them hit one at a time by ``op``: each prefix, from no hit to all
+    of them."""
+    ghosts = range(first, first + (hits if made is None else made))
+    making: tuple[Action, ...] = (*start, *(("insert", g, IDLE) for g in ghosts),
+                                  ("evict", len(ghosts), frozenset()))
+    prefixes = [making]
+    for i, ghost in enumerate(ghosts[:hits]):
         call = _adapting_call(op, CALIBRATION_REQUEST + first - CALIBRATION + i, (ghost,))
         prefixes.append((*prefixes[-1], call))
     return prefixes
@@ -545,14 +558,16 @@ def _ghost_hits(start: tuple[Action, ...], op: str, hits: int, first: int
 
 def _calibrated(
     start: tuple[Action, ...], op: str, capacity: int,
-    measure: Measure, variant: Variant,
+    measure: Measure, variant: Variant, made: int | None = None,
 ) -> str | None:
-    """What the calibration after ``start`` shows: a phrase for the note
-    when the policy's answers are not the spec's adaptation (a rule that
-    fits no target, a fixed distance, no movement), None when they are or
-    when it cannot tell (a list probe differs: another fault shows first)."""
+    """What the calibration after ``start`` shows, its ghosts made by one
+    evict of ``made`` keys (as many as it hits unless given): a phrase for
+    the note when the policy's answers are not the spec's adaptation (a
+    rule that fits no target, a fixed distance, no movement), ``_FOLLOWS``
+    when they are, None when it cannot tell (a list probe differs: another
+    fault shows first)."""
     hits = min(HITS, capacity)
-    prefixes = _ghost_hits(start, op, hits, CALIBRATION)
+    prefixes = _ghost_hits(start, op, hits, CALIBRATION, made)
     seen: list[tuple[float, set[int], int]] = []
     for prefix in prefixes:
         results = measure(prefix)
@@ -565,7 +580,7 @@ def _calibrated(
     if any(not explaining for _, explaining, _ in seen):
         return f"after {hits} ghost hits the victims fit no target"
     if all(_grid(target, top) in explaining for target, explaining, top in seen):
-        return None
+        return _FOLLOWS
     for distance in (*range(-hits - 1, 0), *range(1, hits + 2)):
         acted = [_grid(min(max(target + distance, 0), capacity), top)
                  for target, _, top in seen]
