@@ -335,6 +335,14 @@ def _two_hits(profile_name: str) -> list[Action]:
             *stored(4, 5), *_reuse(profile_name, 11, 5), ("evict", 1, NONE)]
 
 
+def _hits_of_two(profile_name: str) -> list[Action]:
+    """Two ghosts made by one evict (fewer than a capacity of 3 or more),
+    both hit (spec target 2), then T1 = [4], T2 = [5]: the spec evicts 5
+    from T2; a target that never moved evicts 4 from T1."""
+    return [*stored(0, 1), ("evict", 2, NONE), *_ghost_hit(profile_name, 10, 0, 1),
+            *stored(4, 5), *_reuse(profile_name, 11, 5), ("evict", 1, NONE)]
+
+
 _ADAPT = {"arc": "ARC-GHOST-ADAPT", "arc-0.34": "ARC-STORE-MISS-ADAPT"}
 
 _BASES = {"arc": ARCCachePolicy, "arc-0.34": ARC034CachePolicy}
@@ -364,8 +372,12 @@ for _profile, _base in _BASES.items():
          _profile, 8, _two_hits(_profile), "ARC-EVICT-GHOSTS"),
         (f"{_profile}: the remainder at capacity 16", _trims_by_remainder(_base, "Rem"),
          _profile, 16, _two_hits(_profile), "ARC-EVICT-GHOSTS"),
+        *((f"{_profile}: the remainder at capacity {c}", _trims_by_remainder(_base, "Rem"),
+           _profile, c, _hits_of_two(_profile), "ARC-EVICT-GHOSTS") for c in (3, 4, 5)),
         (f"{_profile}: no ghost kept at all", _keeps_no_ghost(_base, "NoGhost"),
          _profile, 8, _two_hits(_profile), _ADAPT[_profile]),
+        (f"{_profile}: no ghost kept at capacity 3", _keeps_no_ghost(_base, "NoGhost"),
+         _profile, 3, _hits_of_two(_profile), _ADAPT[_profile]),
     ]
 
 

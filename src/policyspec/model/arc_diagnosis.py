@@ -419,12 +419,14 @@ def reconsider(
     clear, when ``prefix`` has one), probed after each. Victims that fit no target, or a
     target at a fixed distance from the spec's through hits that move it,
     are evict's or the start's (the order requirement), or the clear's when
-    only the clear shows them. A target no hit moves on a fresh policy
-    moves as the spec's when one evict made a whole capacity of ghosts
-    only if the hook learns and evict's trim kept ghosts just then (the
-    evict's requirement); otherwise it is the hook ignoring ghosts or an
-    evict keeping none, which no probe can tell apart: ``blamed`` stays
-    (the hook is the likelier, spec/bugs.md G3), with both in the note.
+    only the clear shows them. Hits that move the target as the
+    spec's when one evict made a whole capacity of ghosts, and move nothing
+    when an evict of fewer made them, show a hook that learns and a trim
+    that kept ghosts only then (``_kept_only_whole``: the evict's
+    requirement). A target no hit moves otherwise is the hook ignoring
+    ghosts or an evict keeping none, which no probe can tell apart:
+    ``blamed`` stays (the hook is the likelier, spec/bugs.md G3), with both
+    in the note.
     Last, a ghost the policy no longer had (``_dropped_ghosts``) is the
     evict's that trimmed it."""
     op = {v: k for k, v in _ADAPTING.items()}.get(blamed)
@@ -432,14 +434,10 @@ def reconsider(
         return blamed, ""
     order = variant(None).order_requirement
     fresh = _calibrated((), op, capacity, measure, variant)
+    trimmed = _kept_only_whole(op, capacity, measure, variant, fresh)
+    if trimmed:
+        return "ARC-EVICT-GHOSTS", trimmed
     if fresh == _STILL:
-        hits = min(HITS, capacity)
-        if capacity > hits and _calibrated(
-                (), op, capacity, measure, variant, made=capacity) == _FOLLOWS:
-            return "ARC-EVICT-GHOSTS", (
-                f"{_STILL} when an evict of {hits} made the ghosts, and move it as the spec "
-                f"does when one evict of {capacity} made them: the hook learns from ghosts, "
-                "and evict kept them only in the second case (its trim went wrong)")
         return blamed, f"{_STILL} on a fresh policy either: {_IGNORED}"
     if fresh not in (None, _FOLLOWS):
         return order, f"{fresh} on a fresh policy: {_READING}"
@@ -454,6 +452,33 @@ def reconsider(
     if dropped:
         return "ARC-EVICT-GHOSTS", dropped
     return blamed, ""
+
+
+def _kept_only_whole(
+    op: str, capacity: int, measure: Measure, variant: Variant, fresh: str | None,
+) -> str:
+    """Whether the calibration's hits move the target as the spec does when
+    one evict made a whole capacity of ghosts, and move nothing when an
+    evict of fewer made them: then the hook learns from ghosts, and evict's
+    trim kept them only in the first case (a trim by the remainder of the
+    capacity). ``fresh`` is the calibration already run, whose ghosts one
+    evict of ``min(HITS, capacity)`` made. The note for the report, or ''."""
+    hits = min(HITS, capacity)
+    if capacity > hits:
+        fewer, made = fresh, hits
+        whole = _calibrated((), op, capacity, measure, variant, made=capacity) if (
+            fresh == _STILL) else None
+    elif capacity > 2:  # (the fresh calibration made a whole capacity; one hit shows nothing)
+        whole, made = fresh, capacity - 1
+        fewer = _calibrated((), op, capacity, measure, variant, made=made, hits=made) if (
+            fresh == _FOLLOWS) else None
+    else:
+        return ""
+    if fewer != _STILL or whole != _FOLLOWS:
+        return ""
+    return (f"{_STILL} when an evict of {made} made the ghosts, and move it as the spec does "
+            f"when one evict of {capacity} made them: the hook learns from ghosts, and evict "
+            "kept them only in the second case (its trim went wrong)")
 
 
 def _dropped_ghosts(
@@ -557,16 +582,17 @@ def _ghost_hits(start: tuple[Action, ...], op: str, hits: int, first: int,
 
 
 def _calibrated(
-    start: tuple[Action, ...], op: str, capacity: int,
-    measure: Measure, variant: Variant, made: int | None = None,
+    start: tuple[Action, ...], op: str, capacity: int, measure: Measure, variant: Variant,
+    made: int | None = None, hits: int | None = None,
 ) -> str | None:
-    """What the calibration after ``start`` shows, its ghosts made by one
-    evict of ``made`` keys (as many as it hits unless given): a phrase for
-    the note when the policy's answers are not the spec's adaptation (a
-    rule that fits no target, a fixed distance, no movement), ``_FOLLOWS``
-    when they are, None when it cannot tell (a list probe differs: another
-    fault shows first)."""
-    hits = min(HITS, capacity)
+    """What the calibration after ``start`` shows, ``hits`` ghost hits
+    (``min(HITS, capacity)`` unless given) on ghosts made by one evict of
+    ``made`` keys (as many as it hits unless given): a phrase for the note
+    when the policy's answers are not the spec's adaptation (a rule that
+    fits no target, a fixed distance, no movement), ``_FOLLOWS`` when they
+    are, None when it cannot tell (a list probe differs: another fault
+    shows first)."""
+    hits = min(HITS, capacity) if hits is None else hits
     prefixes = _ghost_hits(start, op, hits, CALIBRATION, made)
     seen: list[tuple[float, set[int], int]] = []
     for prefix in prefixes:
