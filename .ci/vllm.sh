@@ -40,7 +40,7 @@ start=$SECONDS
 pip_quiet() {
   # pip warns at length that vLLM's other dependencies are missing (they are
   # left out on purpose); keep its output for a failure only.
-  if ! "$venv/bin/pip" install -q "$@" >"$log" 2>&1; then
+  if ! "$venv/bin/pip" install -q --no-compile "$@" >"$log" 2>&1; then
     cat "$log" >&2
     echo ".ci/vllm.sh $version: pip install $* failed" >&2
     exit 1
