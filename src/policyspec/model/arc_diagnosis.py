@@ -463,17 +463,16 @@ def _kept_only_whole(
     trim kept them only in the first case (a trim by the remainder of the
     capacity). ``fresh`` is the calibration already run, whose ghosts one
     evict of ``min(HITS, capacity)`` made. The note for the report, or ''."""
-    hits = min(HITS, capacity)
-    if capacity > hits:
-        fewer, made = fresh, hits
+    if capacity <= 2:
+        return ""  # (fewer ghosts than a whole capacity would be one hit, which shows nothing)
+    if capacity > HITS:  # the fresh calibration made fewer: make a whole capacity
+        fewer, made = fresh, HITS
         whole = _calibrated((), op, capacity, measure, variant, made=capacity) if (
             fresh == _STILL) else None
-    elif capacity > 2:  # (the fresh calibration made a whole capacity; one hit shows nothing)
+    else:  # the fresh calibration made a whole capacity: make one ghost fewer
         whole, made = fresh, capacity - 1
         fewer = _calibrated((), op, capacity, measure, variant, made=made, hits=made) if (
             fresh == _FOLLOWS) else None
-    else:
-        return ""
     if fewer != _STILL or whole != _FOLLOWS:
         return ""
     return (f"{_STILL} when an evict of {made} made the ghosts, and move it as the spec does "
